@@ -1,0 +1,165 @@
+"""Application factory: the Flask app and the WSGI middleware around it.
+
+Outermost first: default Accept, CORS (when configured), request id,
+authentication (keystone or noauth2), then Flask, which negotiates the
+microversion, routes, checks policy and renders errors.
+"""
+import http
+import logging
+import threading
+
+import flask
+from oslo_context import context as oslo_context
+from oslo_middleware import cors as cors_middleware
+from oslo_middleware import request_id as request_id_middleware
+import sqlalchemy.exc
+from werkzeug import exceptions as http_exceptions
+
+from placement.api import auth
+from placement.api import errors
+from placement.api import microversion
+from placement.api import routes
+from placement.db import engine as db_engine
+from placement.db import migration
+from placement.db import standard
+from placement import policy
+
+LOG = logging.getLogger(__name__)
+
+# The order Allow lists methods in, as upstream's route table does.
+_METHOD_ORDER = ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
+
+
+def create_app(conf, engine=None):
+    """Build the full WSGI pipeline for one configuration."""
+    if engine is None:
+        engine = db_engine.create_engine(conf)
+        if conf.placement_database.sync_on_startup:
+            migration.upgrade(engine)
+    app = _flask_app(conf, engine)
+    wsgi = auth.wrap(app, conf)
+    wsgi = request_id_middleware.RequestId(wsgi)
+    if conf.cors.allowed_origin:
+        wsgi = cors_middleware.CORS(wsgi, conf)
+    return _DefaultAccept(wsgi)
+
+
+class _DefaultAccept:
+    """A missing or ``*/*`` Accept means JSON, so errors render as JSON."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        if environ.get('HTTP_ACCEPT', '*/*') in ('', '*/*'):
+            environ['HTTP_ACCEPT'] = 'application/json'
+        return self.app(environ, start_response)
+
+
+def _flask_app(conf, engine):
+    app = flask.Flask('placement')
+    app.config.update(
+        PLACEMENT_CONF=conf,
+        PLACEMENT_DATABASE=_Database(engine),
+        PLACEMENT_ENFORCER=policy.get_enforcer(conf),
+        PROVIDE_AUTOMATIC_OPTIONS=False,
+    )
+    app.url_map.strict_slashes = False
+    app.url_map.redirect_defaults = False
+    for blueprint in routes.blueprints():
+        app.register_blueprint(blueprint)
+    app.before_request(_negotiate)
+    app.after_request(_finish_response)
+    app.register_error_handler(errors.PlacementHTTPError, _render_error)
+    app.register_error_handler(microversion.NotAvailable, _not_available)
+    app.register_error_handler(http_exceptions.HTTPException, _http_exception)
+    app.register_error_handler(sqlalchemy.exc.DBAPIError, _database_error)
+    app.register_error_handler(Exception, _unexpected)
+    return app
+
+
+def _negotiate():
+    """Parse the microversion and build the request context."""
+    request = flask.request
+    environ = request.environ
+    environ[microversion.ENVIRON_KEY] = None
+    try:
+        environ[microversion.ENVIRON_KEY] = microversion.extract(environ)
+    except microversion.VersionError as exc:
+        error = errors.BadRequest if exc.acceptable else errors.NotAcceptable
+        raise error('Invalid microversion: %s' % exc)
+    if request.method in ('HEAD', 'OPTIONS') and request.url_rule:
+        raise http_exceptions.MethodNotAllowed(
+            valid_methods=list(request.url_rule.methods))
+    flask.g.context = oslo_context.RequestContext.from_environ(environ)
+
+
+class _Database:
+    """The engine, handed out once standard classes and traits exist.
+
+    The sync is lazy so that the service starts, and answers 503, while
+    the database is away.
+    """
+
+    def __init__(self, engine):
+        self._engine = engine
+        self._synced = False
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self):
+        if not self._synced:
+            with self._lock:
+                if not self._synced:
+                    with self._engine.begin() as connection:
+                        standard.sync_standard(connection)
+                    self._synced = True
+        return self._engine
+
+
+def _finish_response(response):
+    """Standard reason phrases (werkzeug shouts them) and version headers."""
+    response.status = '%d %s' % (
+        response.status_code, http.HTTPStatus(response.status_code).phrase)
+    version = flask.request.environ.get(microversion.ENVIRON_KEY)
+    if version is not None:
+        response.headers[microversion.HEADER] = 'placement %s' % (version,)
+        response.vary.add(microversion.HEADER)
+    return response
+
+
+def _render_error(error):
+    return error.to_wsgi(flask.request.environ)
+
+
+def _not_available(_error):
+    return errors.NotFound().to_wsgi(flask.request.environ)
+
+
+def _http_exception(exc):
+    if isinstance(exc, http_exceptions.MethodNotAllowed):
+        allowed = [m for m in _METHOD_ORDER if m in (exc.valid_methods or ())]
+        return _render_error(errors.MethodNotAllowed(allowed))
+    if isinstance(exc, http_exceptions.NotFound):
+        return _render_error(errors.NotFound())
+    if isinstance(exc, http_exceptions.BadRequest):
+        return _render_error(errors.BadRequest(exc.description or ''))
+    return exc
+
+
+def _database_error(exc):
+    if db_engine.is_unreachable(exc):
+        LOG.error('Database unreachable: %s', exc.orig)
+        return _render_error(errors.ServiceUnavailable(
+            'The placement database is unavailable.'))
+    return _unexpected(exc)
+
+
+def _unexpected(exc):
+    if isinstance(exc, http_exceptions.HTTPException):
+        return _http_exception(exc)
+    LOG.exception('Unexpected error in request %s',
+                  flask.request.environ.get('openstack.request_id'))
+    return _render_error(errors.InternalServerError(
+        'An unexpected error occurred. Check the server log for request %s.'
+        % flask.request.environ.get('openstack.request_id')))

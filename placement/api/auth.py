@@ -1,0 +1,51 @@
+"""Authentication middleware: keystonemiddleware or upstream's noauth2.
+
+Both leave the version document at ``/`` open, so clients can discover
+versions before they hold a token.
+"""
+from keystonemiddleware import auth_token
+import webob.exc
+
+NOAUTH2 = 'noauth2'
+
+
+def wrap(app, conf):
+    if conf.api.auth_strategy == NOAUTH2:
+        return _SkipRoot(NoAuth2(app), app)
+    keystone = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+    return _SkipRoot(keystone, app)
+
+
+class _SkipRoot:
+    def __init__(self, protected, open_app):
+        self.protected = protected
+        self.open_app = open_app
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO', '') in ('', '/'):
+            return self.open_app(environ, start_response)
+        return self.protected(environ, start_response)
+
+
+class NoAuth2:
+    """Trust the token as ``user[:project]``; ``admin`` is the admin role.
+
+    For tests and local use only: anyone can claim any identity.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        token = environ.get('HTTP_X_AUTH_TOKEN')
+        if not token:
+            return webob.exc.HTTPUnauthorized()(environ, start_response)
+        user_id, _sep, project_id = token.partition(':')
+        project_id = project_id or user_id
+        environ['HTTP_X_USER_ID'] = user_id
+        if not environ.get('HTTP_OPENSTACK_SYSTEM_SCOPE'):
+            environ['HTTP_X_TENANT_ID'] = project_id
+            environ['HTTP_X_PROJECT_ID'] = project_id
+        if 'HTTP_X_ROLES' not in environ:
+            environ['HTTP_X_ROLES'] = 'admin' if user_id == 'admin' else ''
+        return self.app(environ, start_response)

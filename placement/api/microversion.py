@@ -1,0 +1,91 @@
+"""Microversion negotiation and declarative gates.
+
+The request's version is parsed once, before routing, and kept in the WSGI
+environ so that error rendering (which may happen outside a handler) can
+see it.
+"""
+import functools
+
+import flask
+import microversion_parse
+
+SERVICE_TYPE = 'placement'
+MIN_VERSION = (1, 0)
+MAX_VERSION = (1, 39)
+VERSIONS = ['%d.%d' % (MIN_VERSION[0], minor)
+            for minor in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
+ENVIRON_KEY = 'placement.microversion'
+HEADER = 'OpenStack-API-Version'
+
+
+class NotAvailable(Exception):
+    """The route does not exist at the request's version (answered 404)."""
+
+
+class VersionError(Exception):
+    """The version header is malformed (``acceptable`` False: unknown)."""
+
+    def __init__(self, message, acceptable):
+        super().__init__(message)
+        self.acceptable = acceptable
+
+
+def min_version_string():
+    return VERSIONS[0]
+
+
+def max_version_string():
+    return VERSIONS[-1]
+
+
+def extract(environ):
+    """Return the request's Version, or raise VersionError."""
+    headers = microversion_parse.headers_from_wsgi_environ(environ)
+    try:
+        return microversion_parse.extract_version(
+            headers, SERVICE_TYPE, VERSIONS)
+    except TypeError as exc:
+        raise VersionError(str(exc), acceptable=True)
+    except ValueError as exc:
+        raise VersionError(str(exc), acceptable=False)
+
+
+def current():
+    return flask.request.environ[ENVIRON_KEY]
+
+
+def is_at_least(minimum):
+    return current() >= minimum
+
+
+def parse(text):
+    major, minor = text.split('.')
+    return int(major), int(minor)
+
+
+def gate(min_version=None, max_version=None):
+    """Hide a handler (404) outside [min_version, max_version]."""
+    low = parse(min_version) if min_version else MIN_VERSION
+    high = parse(max_version) if max_version else MAX_VERSION
+
+    def decorator(handler):
+        @functools.wraps(handler)
+        def wrapper(*args, **kwargs):
+            if not low <= current() <= high:
+                raise NotAvailable()
+            return handler(*args, **kwargs)
+        return wrapper
+    return decorator
+
+
+def by_version(choices):
+    """Pick the value whose version key is the highest one not above the
+    request's: ``by_version({'1.0': a, '1.12': b})``.
+    """
+    ordered = sorted((parse(k), v) for k, v in choices.items())
+    version = current()
+    chosen = None
+    for key, value in ordered:
+        if version >= key:
+            chosen = value
+    return chosen

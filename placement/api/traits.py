@@ -1,0 +1,93 @@
+"""/traits: list with filters, ensure, show, delete (1.6+)."""
+import flask
+
+from placement.api import errors
+from placement.api import wsgi
+from placement.db import trait as trait_db
+from placement import exception
+from placement.policies import trait as policies
+from placement.schemas import trait as schema
+
+blueprint = flask.Blueprint('traits', __name__)
+
+_BAD_NAME_FILTER = (
+    'Badly formatted name parameter. Expected name query string parameter '
+    'in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "%s"')
+_INVALID_TRAIT = (
+    'The trait is invalid. A valid trait must be no longer than 255 '
+    'characters, start with the prefix "CUSTOM_" and use following '
+    'characters: "A"-"Z", "0"-"9" and "_"')
+
+
+def _name_filter(value):
+    """``in:A,B`` or ``startswith:PREFIX`` as keyword filters."""
+    if value is None:
+        return {}
+    kind, sep, operand = value.partition(':')
+    if sep and kind == 'in':
+        return {'names': [n for n in operand.split(',') if n]}
+    if sep and kind == 'startswith':
+        return {'prefix': operand}
+    raise errors.BadRequest(_BAD_NAME_FILTER % value)
+
+
+def _associated_filter(value):
+    if value is None:
+        return {}
+    if value not in ('true', 'false'):
+        raise errors.BadRequest(
+            'The query parameter "associated" only accepts "true" or '
+            '"false"')
+    return {'associated': value == 'true'}
+
+
+@blueprint.route('/traits', methods=['GET'])
+@wsgi.handler(min_version='1.6')
+def list_traits():
+    wsgi.authorize(policies.LIST)
+    params = wsgi.query(schema.LIST_QUERY)
+    filters = _name_filter(params.get('name'))
+    filters.update(_associated_filter(params.get('associated')))
+    rows = wsgi.read(trait_db.list_all, **filters)
+    return wsgi.json_response({'traits': [r['name'] for r in rows]},
+                              last_modified=wsgi.last_modified_of(rows))
+
+
+@blueprint.route('/traits/<name>', methods=['PUT'])
+@wsgi.handler(min_version='1.6')
+def put_trait(name):
+    wsgi.authorize(policies.UPDATE)
+    location = wsgi.location('/traits/' + name)
+    if not schema.is_custom_name(name):
+        if wsgi.read(trait_db.exists, name):
+            return wsgi.empty_response(204, location=location)
+        raise errors.BadRequest(_INVALID_TRAIT)
+    created = wsgi.write(trait_db.ensure, name)
+    return wsgi.empty_response(201 if created else 204, location=location)
+
+
+@blueprint.route('/traits/<name>', methods=['GET'])
+@wsgi.handler(min_version='1.6')
+def show_trait(name):
+    wsgi.authorize(policies.SHOW)
+    try:
+        row = wsgi.read(trait_db.get_by_name, name)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    return wsgi.empty_response(
+        204, last_modified=wsgi.last_modified_of([row]))
+
+
+@blueprint.route('/traits/<name>', methods=['DELETE'])
+@wsgi.handler(min_version='1.6')
+def delete_trait(name):
+    wsgi.authorize(policies.DELETE)
+    try:
+        wsgi.write(trait_db.delete, name)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    except exception.Invalid as exc:
+        raise errors.BadRequest(str(exc))
+    except exception.InUse as exc:
+        raise errors.Conflict(str(exc))
+    return wsgi.empty_response()

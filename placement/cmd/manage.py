@@ -1,0 +1,74 @@
+"""placement-manage: database administration."""
+import sys
+
+from oslo_config import cfg
+
+from placement import conf as placement_conf
+from placement.db import engine as db_engine
+from placement.db import migration
+
+
+def _sync(conf, engine):
+    migration.upgrade(engine)
+    return 0
+
+
+def _version(conf, engine):
+    print(migration.current_revision(engine))
+    return 0
+
+
+def _stamp(conf, engine):
+    migration.stamp(engine, conf.command.version)
+    return 0
+
+
+def _online_data_migrations(conf, engine):
+    # Every data migration upstream ever shipped is part of the schema
+    # migrations here, so there is never anything left to do online.
+    print('Running online data migrations: nothing to do.')
+    return 0
+
+
+def _add_db_commands(subparsers):
+    db = subparsers.add_parser('db', help='Database commands')
+    commands = db.add_subparsers(title='subcommands', dest='db_command')
+    sync = commands.add_parser(
+        'sync', help='Upgrade the database schema to the latest version.')
+    sync.set_defaults(func=_sync)
+    version = commands.add_parser(
+        'version', help='Print the current database schema version.')
+    version.set_defaults(func=_version)
+    stamp = commands.add_parser(
+        'stamp', help='Record a schema version without migrating.')
+    stamp.add_argument('version', help='The revision to record.')
+    stamp.set_defaults(func=_stamp)
+    online = commands.add_parser(
+        'online_data_migrations', help='Run online data migrations.')
+    online.add_argument('--max-count', type=int, default=None)
+    online.set_defaults(func=_online_data_migrations)
+
+
+def main(argv=None):
+    command = cfg.SubCommandOpt('command', title='Command',
+                                handler=_add_db_commands)
+    conf = placement_conf.load_config(
+        sys.argv[1:] if argv is None else argv, cli_opts=[command])
+    func = getattr(conf.command, 'func', None)
+    if func is None:
+        print('usage: placement-manage db {sync,version,stamp,'
+              'online_data_migrations}', file=sys.stderr)
+        return 2
+    try:
+        engine = db_engine.create_engine(conf)
+    except db_engine.DatabaseConfigError as exc:
+        print('placement-manage: %s' % exc, file=sys.stderr)
+        return 1
+    try:
+        return func(conf, engine)
+    finally:
+        engine.dispose()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

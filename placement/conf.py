@@ -1,0 +1,234 @@
+"""Configuration options of the placement service.
+
+Groups, option names, types, defaults and deprecated names match upstream
+placement so that an existing placement.conf works unchanged.
+"""
+
+import os
+
+from oslo_config import cfg
+from oslo_log import log
+from oslo_middleware import cors
+from oslo_middleware import http_proxy_to_wsgi
+from oslo_policy import opts as policy_opts
+
+PROJECT = 'placement'
+CONFIG_FILE = 'placement.conf'
+CONFIG_DIR_ENV = 'OS_PLACEMENT_CONFIG_DIR'
+# Stands in for the project/user of consumers written before microversion 1.8.
+INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
+
+default_opts = [
+    cfg.StrOpt('tempdir', help='Working directory for temporary files.'),
+    cfg.StrOpt(
+        'pybasedir',
+        default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        sample_default='<Path>',
+        help='Directory the placement package is installed in; the base '
+             'of state_path. Rarely needs changing.'),
+    cfg.StrOpt(
+        'state_path',
+        default='$pybasedir',
+        help='Top-level directory for state kept by placement.'),
+]
+
+# Registered but, as upstream, left out of the sample file.
+service_opts = [
+    cfg.BoolOpt(
+        'log_options',
+        default=True,
+        help='Log every registered option value at DEBUG level on start.'),
+]
+
+api_group = cfg.OptGroup(
+    'api', title='API options', help='Options of the placement HTTP API.')
+
+api_opts = [
+    cfg.StrOpt(
+        'auth_strategy',
+        default='keystone',
+        choices=('keystone', 'noauth2'),
+        deprecated_group='DEFAULT',
+        help="How requests are authenticated. 'noauth2' trusts the request "
+             "headers and is meant for testing only: it grants the admin "
+             "role only when the user name is 'admin'."),
+]
+
+placement_group = cfg.OptGroup(
+    'placement',
+    title='Placement Service Options',
+    help='Behaviour of the placement service.')
+
+placement_opts = [
+    cfg.BoolOpt(
+        'randomize_allocation_candidates',
+        default=False,
+        help='When a limit cuts down the allocation candidates, pick a '
+             'random sample of them instead of a stable, unspecified '
+             'order.'),
+    cfg.StrOpt(
+        'incomplete_consumer_project_id',
+        default=INCOMPLETE_CONSUMER_ID,
+        help='Project id recorded for consumers whose allocations were '
+             'written without one (microversions before 1.8).'),
+    cfg.StrOpt(
+        'incomplete_consumer_user_id',
+        default=INCOMPLETE_CONSUMER_ID,
+        help='User id recorded for consumers whose allocations were '
+             'written without one (microversions before 1.8).'),
+    cfg.IntOpt(
+        'allocation_conflict_retry_count',
+        default=10,
+        help='How often the server retries writing allocations after a '
+             'resource provider generation conflict.'),
+    cfg.IntOpt(
+        'max_allocation_candidates',
+        default=-1,
+        help='Upper bound on the allocation candidates generated for one '
+             'request, to cap memory and time; -1 means no bound. The '
+             'request limit parameter only applies after generation.'),
+    cfg.StrOpt(
+        'allocation_candidates_generation_strategy',
+        default='depth-first',
+        choices=(
+            ('depth-first',
+             'exhaust one root provider before visiting the next'),
+            ('breadth-first',
+             'take one candidate from each root provider in turn'),
+        ),
+        help='Order in which root providers are visited while generating '
+             'allocation candidates. breadth-first spreads candidates '
+             'over roots when max_allocation_candidates is set.'),
+]
+
+database_group = cfg.OptGroup(
+    'placement_database',
+    title='Placement API database options',
+    help='Database holding placement data. The service does not start '
+         'without a connection.')
+
+# Upstream marks 'connection' required; that is checked when the database
+# is configured instead, so tools such as the policy generator can load
+# the configuration without one.
+database_opts = [
+    cfg.StrOpt('connection', secret=True,
+               help='SQLAlchemy URL of the placement database.'),
+    cfg.StrOpt('connection_parameters', default='',
+               help='Extra URL query parameters added when connecting, '
+                    'as a=1&b=2.'),
+    cfg.BoolOpt('sqlite_synchronous', default=True,
+                help='Use synchronous mode with SQLite.'),
+    cfg.StrOpt('slave_connection', secret=True,
+               help='SQLAlchemy URL of a read-only replica database.'),
+    cfg.StrOpt('mysql_sql_mode', default='TRADITIONAL',
+               help='sql_mode set on MySQL sessions; empty keeps the '
+                    'server setting.'),
+    cfg.IntOpt('connection_recycle_time', default=3600,
+               help='Seconds after which a pooled connection is replaced.'),
+    cfg.IntOpt('max_pool_size',
+               help='Connections kept open in the pool; 0 means no limit.'),
+    cfg.IntOpt('max_retries', default=10,
+               help='Connection attempts at startup; -1 retries forever.'),
+    cfg.IntOpt('retry_interval', default=10,
+               help='Seconds between connection attempts.'),
+    cfg.IntOpt('max_overflow',
+               help='Connections allowed beyond max_pool_size.'),
+    cfg.IntOpt('connection_debug', default=0,
+               help='SQL logging verbosity: 0 none, 50 some, 100 all.'),
+    cfg.BoolOpt('connection_trace', default=False,
+                help='Add the Python call site to SQL statements as a '
+                     'comment.'),
+    cfg.IntOpt('pool_timeout',
+               help='Seconds to wait for a free pooled connection.'),
+    cfg.BoolOpt('sync_on_startup', default=False,
+                help='Apply database schema migrations when the web '
+                     'service starts.'),
+]
+
+workarounds_group = cfg.OptGroup(
+    'workarounds',
+    title='Workaround Options',
+    help='Switches for known problems; enable only when affected.')
+
+workarounds_opts = [
+    cfg.BoolOpt(
+        'optimize_for_wide_provider_trees',
+        default=False,
+        help='Speed up allocation candidate generation for trees with many '
+             'similar child providers (e.g. 8+ GPUs or PCI devices under '
+             'one root) when a request asks for several of them in '
+             'separate groups. Best combined with a small '
+             '[placement]max_allocation_candidates and the breadth-first '
+             'generation strategy. See bug #2126751.'),
+]
+
+_GROUPED_OPTS = (
+    (api_group, api_opts),
+    (placement_group, placement_opts),
+    (database_group, database_opts),
+    (workarounds_group, workarounds_opts),
+)
+
+# Headers and methods placement clients use cross-origin (upstream's values).
+_CORS_DEFAULTS = {
+    'allow_headers': ['X-Auth-Token', 'X-Openstack-Request-Id',
+                      'X-Identity-Status', 'X-Roles', 'X-Service-Catalog',
+                      'X-User-Id', 'X-Tenant-Id', 'OpenStack-API-Version'],
+    'expose_headers': ['X-Auth-Token', 'X-Openstack-Request-Id',
+                       'X-Subject-Token', 'X-Service-Token',
+                       'OpenStack-API-Version'],
+    'allow_methods': ['GET', 'PUT', 'POST', 'DELETE', 'PATCH'],
+}
+
+
+def register_opts(conf):
+    """Register placement's options and the library options it relies on."""
+    conf.register_opts(default_opts + service_opts)
+    for group, opts in _GROUPED_OPTS:
+        conf.register_group(group)
+        conf.register_opts(opts, group=group)
+    log.register_options(conf)
+    policy_opts.set_defaults(conf, policy_file='policy.yaml')
+    cors.set_defaults(**_CORS_DEFAULTS)
+    conf.register_opts(cors.CORS_OPTS, 'cors')
+    conf.register_opts(http_proxy_to_wsgi.OPTS, 'oslo_middleware')
+
+
+def list_opts():
+    """Options for ``oslo-config-generator --namespace placement.conf``."""
+    return [('DEFAULT', list(default_opts))] + [
+        (group, list(opts)) for group, opts in _GROUPED_OPTS]
+
+
+def _config_sources(config_files):
+    """Return (extra CLI args, default_config_files, default_config_dirs).
+
+    None lets oslo.config search its standard places for 'placement'.
+    """
+    if config_files is not None:
+        return [], list(config_files), []
+    dirname = os.environ.get(CONFIG_DIR_ENV, '').strip()
+    if not dirname:
+        return [], None, None
+    path = os.path.join(dirname, CONFIG_FILE)
+    if os.path.isfile(path):
+        # Policy files are then looked up next to this file.
+        return [], [path], []
+    # Only a --config-dir given as argument (not default_config_dirs) makes
+    # oslo.config look for policy files in that directory.
+    return ['--config-dir', dirname], [], []
+
+
+def load_config(argv=None, config_files=None, cli_opts=()):
+    """Return a new, parsed ConfigOpts for placement.
+
+    argv is never taken from sys.argv: the WSGI server owns it. Commands
+    pass their own ``cli_opts`` (sub-commands) to parse with it.
+    """
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    conf.register_cli_opts(cli_opts)
+    extra_args, files, dirs = _config_sources(config_files)
+    conf(list(argv or []) + extra_args, project=PROJECT, prog=PROJECT,
+         default_config_files=files, default_config_dirs=dirs)
+    return conf

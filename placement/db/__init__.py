@@ -1,0 +1,1 @@
+"""Database schema, engine and migrations."""

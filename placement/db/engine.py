@@ -1,0 +1,228 @@
+"""Engine construction and database error classification.
+
+Replaces what upstream gets from oslo.db: URL normalisation, per-backend
+connection setup, and deciding whether a failure is worth a retry (transient)
+or should become a 503 (database unreachable).
+"""
+
+import logging
+import random
+import time
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import pool
+
+LOG = logging.getLogger(__name__)
+
+_DEFAULT_DRIVERS = {'mysql': 'mysql+pymysql', 'mariadb': 'mariadb+pymysql',
+                    'postgresql': 'postgresql+psycopg2'}
+MYSQL_BACKENDS = frozenset({'mysql', 'mariadb'})
+_THREE_BYTE_CHARSETS = {'utf8', 'utf8mb3'}
+_CONNECT_TIMEOUT = 5
+_SQLITE_BUSY_TIMEOUT_MS = 30000
+
+# MySQL/MariaDB server and client error numbers.
+_MYSQL_TRANSIENT = {
+    1205,  # lock wait timeout
+    1213,  # deadlock, also how Galera reports a certification failure
+    1047,  # Galera node not ready (WSREP has not yet prepared node)
+    1927,  # MariaDB: connection was killed
+    2006,  # server has gone away
+    2013,  # lost connection during query
+    4031,  # MariaDB: disconnected for inactivity
+}
+_MYSQL_UNREACHABLE = {
+    1040,  # too many connections
+    2002,  # can't connect through socket
+    2003,  # can't connect to server
+    2005,  # unknown host
+}
+_PG_TRANSIENT = {'40001', '40P01'}  # serialization failure, deadlock
+# Class 08 (connection exception) plus: too many connections, starting up.
+_PG_UNREACHABLE = {'53300', '57P03'}
+
+
+class DatabaseConfigError(Exception):
+    """The [placement_database] settings cannot produce a usable engine."""
+
+
+def normalize_url(url):
+    """Parse a configured connection string into a URL we can connect with.
+
+    Bare backend names get the driver we ship (SQLAlchemy 2.1 would pick
+    psycopg 3 for postgresql://), and MySQL connections always use 4-byte
+    UTF-8 so that any Unicode provider name round-trips.
+    """
+    return _normalize(_parse(url))
+
+
+def create_engine(conf):
+    """Build the engine described by ``conf.placement_database``."""
+    opts = conf.placement_database
+    url = _parse(getattr(opts, 'connection', None))
+    params = getattr(opts, 'connection_parameters', None)
+    if params:
+        url = url.update_query_string(params)
+    url = _normalize(url)
+
+    backend = url.get_backend_name()
+    kwargs = {'pool_pre_ping': True}
+    if backend == 'sqlite':
+        return _sqlite_engine(url, opts, kwargs)
+
+    kwargs['isolation_level'] = 'READ COMMITTED'
+    kwargs['pool_recycle'] = getattr(opts, 'connection_recycle_time', 3600)
+    for option, kwarg in (('max_pool_size', 'pool_size'),
+                          ('max_overflow', 'max_overflow'),
+                          ('pool_timeout', 'pool_timeout')):
+        value = getattr(opts, option, None)
+        if value is not None:
+            kwargs[kwarg] = value
+    if 'connect_timeout' not in url.query:
+        kwargs['connect_args'] = {'connect_timeout': _CONNECT_TIMEOUT}
+    engine = sa.create_engine(url, **kwargs)
+    if backend in MYSQL_BACKENDS:
+        _set_sql_mode(engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'))
+    return engine
+
+
+def is_transient(exc):
+    """True if re-running the whole transaction may well succeed."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    orig = _dbapi_error(exc)
+    if orig is None:
+        return False
+    code = _mysql_code(orig)
+    if code is not None:
+        return code in _MYSQL_TRANSIENT
+    if getattr(orig, 'pgcode', None) in _PG_TRANSIENT:
+        return True
+    return _is_sqlite_busy(orig)
+
+
+def is_unreachable(exc):
+    """True if the database could not be connected to at all (answer 503)."""
+    orig = _dbapi_error(exc)
+    if orig is None:
+        return False
+    code = _mysql_code(orig)
+    if code is not None:
+        return code in _MYSQL_UNREACHABLE
+    pgcode = getattr(orig, 'pgcode', None)
+    if pgcode:
+        return pgcode.startswith('08') or pgcode in _PG_UNREACHABLE
+    # SQLAlchemy records no statement when the failure happened on connect.
+    return (isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError))
+            and exc.statement is None)
+
+
+def retry_on_transient(fn, attempts=5, base_delay=0.05):
+    """Call ``fn()`` and return its result, re-running it on transient errors.
+
+    ``fn`` must be a whole unit of work that opens and commits its own
+    transaction, so that a re-run starts again from fresh data.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except sa_exc.DBAPIError as exc:
+            if attempt == attempts or not is_transient(exc):
+                raise
+            delay = base_delay * 2 ** (attempt - 1) * random.uniform(1, 2)
+            LOG.warning('Transient database error (attempt %d/%d), retrying '
+                        'in %.2fs: %s', attempt, attempts, delay, exc.orig)
+            time.sleep(delay)
+
+
+def _parse(url):
+    if not url or not str(url).strip():
+        raise DatabaseConfigError(
+            '[placement_database] connection is not set')
+    try:
+        parsed = sa.engine.make_url(str(url).strip())
+        parsed.get_dialect()
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as exc:
+        raise DatabaseConfigError(
+            f'invalid [placement_database] connection URL: {exc}') from None
+    return parsed
+
+
+def _normalize(url):
+    if url.drivername in _DEFAULT_DRIVERS:
+        url = url.set(drivername=_DEFAULT_DRIVERS[url.drivername])
+    if url.get_backend_name() in MYSQL_BACKENDS:
+        charset = url.query.get('charset')
+        if isinstance(charset, tuple):
+            charset = charset[-1]
+        if charset and charset.lower() in _THREE_BYTE_CHARSETS:
+            LOG.warning('Database connection charset %s cannot store 4-byte '
+                        'UTF-8; using utf8mb4 instead', charset)
+            charset = None
+        if not charset:
+            url = url.update_query_dict({'charset': 'utf8mb4'})
+    return url
+
+
+def _sqlite_engine(url, opts, kwargs):
+    in_memory = url.database in (None, '', ':memory:')
+    if in_memory:
+        # One shared connection, or every checkout sees an empty database.
+        kwargs.update(poolclass=pool.StaticPool,
+                      connect_args={'check_same_thread': False})
+    engine = sa.create_engine(url, **kwargs)
+    pragmas = [f'PRAGMA busy_timeout = {_SQLITE_BUSY_TIMEOUT_MS}',
+               'PRAGMA foreign_keys = ON']
+    if not in_memory:
+        pragmas.append('PRAGMA journal_mode = WAL')
+    if not getattr(opts, 'sqlite_synchronous', True):
+        pragmas.append('PRAGMA synchronous = OFF')
+
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        # Take transaction control away from the sqlite3 module, which
+        # otherwise never BEGINs before SELECT and breaks SAVEPOINTs.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        for pragma in pragmas:
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine, 'begin')
+    def _on_begin(conn):
+        conn.exec_driver_sql('BEGIN')
+
+    return engine
+
+
+def _set_sql_mode(engine, sql_mode):
+    if not sql_mode:
+        return
+
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        cursor = dbapi_conn.cursor()
+        cursor.execute('SET SESSION sql_mode = %s', (sql_mode,))
+        cursor.close()
+
+
+def _dbapi_error(exc):
+    """The driver-level exception behind ``exc``, if any."""
+    if isinstance(exc, sa_exc.DBAPIError):
+        return exc.orig
+    return None
+
+
+def _mysql_code(orig):
+    """MySQL error number of a PyMySQL/mysqlclient exception, else None."""
+    if type(orig).__module__.split('.')[0] not in ('pymysql', 'MySQLdb'):
+        return None
+    args = getattr(orig, 'args', ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def _is_sqlite_busy(orig):
+    return (type(orig).__module__ == 'sqlite3'
+            and 'locked' in str(orig).lower())

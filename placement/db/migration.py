@@ -1,0 +1,106 @@
+"""Schema migrations driven programmatically (no alembic.ini).
+
+The alembic scripts live in ``<repo>/alembic`` in a source checkout and are
+shipped as package data in ``placement/db/migrations`` by a regular install.
+"""
+
+import contextlib
+import pathlib
+
+from alembic import command
+from alembic import config as alembic_config
+from alembic.runtime import migration as alembic_migration
+import sqlalchemy as sa
+
+from placement.db import engine as db_engine
+from placement.db import standard
+
+_PG_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
+_LOCK_TIMEOUT = 600  # seconds
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_CANDIDATES = (_HERE / 'migrations', _HERE.parent.parent / 'alembic')
+
+
+def upgrade(engine, revision='head'):
+    """Migrate to ``revision``, then add any missing standard classes/traits.
+
+    Existing upstream databases are adopted in place: the revision ids are
+    upstream's, so only the steps they have not run yet are applied. Safe to
+    call from several processes at once (e.g. API workers on startup).
+    """
+    db_engine.retry_on_transient(lambda: _migrate(engine, revision))
+    db_engine.retry_on_transient(lambda: _sync_standard(engine))
+
+
+def stamp(engine, revision):
+    """Record ``revision`` as current without running any migration."""
+    with engine.begin() as connection:
+        command.stamp(_config(connection), revision)
+
+
+def current_revision(engine):
+    """The database's alembic revision, or None if it was never migrated."""
+    with engine.connect() as connection:
+        context = alembic_migration.MigrationContext.configure(connection)
+        return context.get_current_revision()
+
+
+def script_location():
+    """Directory holding env.py and versions/ for this installation."""
+    for path in _CANDIDATES:
+        # The repo-relative candidate is site-packages/alembic in a regular
+        # install, i.e. the alembic library itself: require our layout.
+        if (path / 'env.py').is_file() and (path / 'versions').is_dir():
+            return path
+    raise RuntimeError('placement migration scripts not found in any of: '
+                       + ', '.join(map(str, _CANDIDATES)))
+
+
+def _migrate(engine, revision):
+    with engine.begin() as connection, _migration_lock(connection):
+        command.upgrade(_config(connection), revision)
+
+
+@contextlib.contextmanager
+def _migration_lock(connection):
+    """Serialise concurrent upgrades of one database.
+
+    SQLite needs no lock: its single writer lock makes a concurrent upgrader
+    fail with a transient "database is locked" error, and the retry then
+    finds the schema already migrated.
+    """
+    if connection.dialect.name not in db_engine.MYSQL_BACKENDS:
+        if connection.dialect.name == 'postgresql':
+            # Scoped to this database, released with the transaction.
+            connection.execute(sa.text('SELECT pg_advisory_xact_lock(:key)'),
+                               {'key': _PG_LOCK_KEY})
+        yield
+        return
+    # MySQL lock names are server-wide: qualify with the database name.
+    name = connection.execute(sa.text(
+        "SELECT CONCAT('placement-migrate.', DATABASE())")).scalar()
+    got = connection.execute(sa.text('SELECT GET_LOCK(:name, :timeout)'),
+                             {'name': name, 'timeout': _LOCK_TIMEOUT}).scalar()
+    if got != 1:
+        raise RuntimeError('timed out waiting for another process to finish '
+                           'migrating the placement database')
+    try:
+        yield
+    finally:
+        connection.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
+                           {'name': name})
+
+
+def _sync_standard(engine):
+    with engine.begin() as connection:
+        standard.sync_standard(connection)
+
+
+def _config(connection):
+    config = alembic_config.Config()
+    # The value goes through ConfigParser interpolation.
+    config.set_main_option('script_location',
+                           str(script_location()).replace('%', '%%'))
+    config.attributes['connection'] = connection
+    return config

@@ -1,0 +1,89 @@
+"""Resource classes: standard ones (read-only) and CUSTOM_* ones."""
+import sqlalchemy as sa
+
+from placement.db import standard
+from placement.db import tables
+from placement import exception
+
+_RC = tables.resource_classes
+
+
+def list_all(conn):
+    return [dict(r) for r in conn.execute(
+        sa.select(_RC.c.id, _RC.c.name, _RC.c.created_at, _RC.c.updated_at)
+        .order_by(_RC.c.id)).mappings()]
+
+
+def get_by_name(conn, name):
+    row = conn.execute(
+        sa.select(_RC.c.id, _RC.c.name, _RC.c.created_at, _RC.c.updated_at)
+        .where(_RC.c.name == name)).mappings().first()
+    if row is None:
+        raise exception.NotFound('No such resource class %s.' % name)
+    return dict(row)
+
+
+def ids_by_name(conn, names):
+    """Map names to ids; raise NotFound naming the first unknown one."""
+    names = set(names)
+    found = dict(conn.execute(
+        sa.select(_RC.c.name, _RC.c.id).where(_RC.c.name.in_(names))).all())
+    for name in sorted(names - set(found)):
+        raise exception.NotFound('No such resource class %s.' % name)
+    return found
+
+
+def is_standard(name):
+    return not name.startswith('CUSTOM_')
+
+
+def create(conn, name):
+    """Insert a custom class with the next free id from CUSTOM_RC_START."""
+    if _exists(conn, name):
+        raise exception.Duplicate(name)
+    next_id = conn.execute(
+        sa.select(sa.func.max(_RC.c.id))
+        .where(_RC.c.id >= standard.CUSTOM_RC_START)).scalar()
+    next_id = standard.CUSTOM_RC_START if next_id is None else next_id + 1
+    try:
+        with conn.begin_nested():
+            conn.execute(_RC.insert().values(
+                id=next_id, name=name, created_at=sa.func.now()))
+    except sa.exc.IntegrityError:
+        # A concurrent writer took the name or the id: the caller's
+        # transaction retry sorts out which.
+        if _exists(conn, name):
+            raise exception.Duplicate(name)
+        raise
+    return next_id
+
+
+def rename(conn, name, new_name):
+    row = get_by_name(conn, name)
+    if is_standard(name):
+        raise exception.Invalid(
+            'Cannot update standard resource class %s' % name)
+    if _exists(conn, new_name):
+        raise exception.Duplicate(new_name)
+    conn.execute(_RC.update().where(_RC.c.id == row['id']).values(
+        name=new_name, updated_at=sa.func.now()))
+
+
+def delete(conn, name):
+    row = get_by_name(conn, name)
+    if is_standard(name):
+        raise exception.Invalid(
+            'Cannot delete standard resource class %s.' % name)
+    inv = tables.inventories
+    used = conn.execute(sa.select(inv.c.id).where(
+        inv.c.resource_class_id == row['id']).limit(1)).first()
+    if used is not None:
+        raise exception.InUse(
+            'Cannot delete resource class %s. Class is in use in '
+            'inventory.' % name)
+    conn.execute(_RC.delete().where(_RC.c.id == row['id']))
+
+
+def _exists(conn, name):
+    return conn.execute(
+        sa.select(_RC.c.id).where(_RC.c.name == name)).first() is not None

@@ -1,0 +1,77 @@
+"""Traits: the os-traits standard set (read-only) and CUSTOM_* ones."""
+import sqlalchemy as sa
+
+from placement.db import tables
+from placement import exception
+
+_T = tables.traits
+_RPT = tables.resource_provider_traits
+
+
+def list_all(conn, names=None, prefix=None, associated=None):
+    """Traits ordered by name, filtered as GET /traits allows."""
+    query = sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
+    if names is not None:
+        query = query.where(_T.c.name.in_(names))
+    if prefix is not None:
+        query = query.where(_T.c.name.startswith(prefix, autoescape=True))
+    if associated is not None:
+        in_use = sa.select(_RPT.c.trait_id).distinct()
+        query = query.where(
+            _T.c.id.in_(in_use) if associated else _T.c.id.not_in(in_use))
+    return [dict(r) for r in
+            conn.execute(query.order_by(_T.c.name)).mappings()]
+
+
+def get_by_name(conn, name):
+    row = conn.execute(
+        sa.select(_T.c.id, _T.c.name, _T.c.created_at, _T.c.updated_at)
+        .where(_T.c.name == name)).mappings().first()
+    if row is None:
+        raise exception.NotFound('No such trait(s): %s.' % name)
+    return dict(row)
+
+
+def ids_by_name(conn, names):
+    """Map names to ids; raise NotFound listing every unknown name."""
+    names = set(names)
+    if not names:
+        return {}
+    found = dict(conn.execute(
+        sa.select(_T.c.name, _T.c.id).where(_T.c.name.in_(names))).all())
+    missing = names - set(found)
+    if missing:
+        raise exception.NotFound(
+            'No such trait(s): %s.' % ', '.join(sorted(missing)))
+    return found
+
+
+def ensure(conn, name):
+    """Create the trait if it is missing; return True if it was created."""
+    if exists(conn, name):
+        return False
+    try:
+        with conn.begin_nested():
+            conn.execute(_T.insert().values(name=name,
+                                            created_at=sa.func.now()))
+    except sa.exc.IntegrityError:
+        # Created by a concurrent request in the meantime.
+        return False
+    return True
+
+
+def delete(conn, name):
+    row = get_by_name(conn, name)
+    if not name.startswith('CUSTOM_'):
+        raise exception.Invalid('Cannot delete standard trait %s.' % name)
+    used = conn.execute(sa.select(_RPT.c.trait_id).where(
+        _RPT.c.trait_id == row['id']).limit(1)).first()
+    if used is not None:
+        raise exception.InUse(
+            'The trait %s is in use by a resource provider.' % name)
+    conn.execute(_T.delete().where(_T.c.id == row['id']))
+
+
+def exists(conn, name):
+    return conn.execute(
+        sa.select(_T.c.id).where(_T.c.name == name)).first() is not None

@@ -1,0 +1,9 @@
+"""The WSGI callable: ``placement.wsgi.api:application``.
+
+Configuration comes from ``$OS_PLACEMENT_CONFIG_DIR/placement.conf`` when
+that variable is set, else from oslo.config's standard locations.
+"""
+from placement import conf as placement_conf
+from placement import service
+
+application = service.build_application(placement_conf.load_config())
