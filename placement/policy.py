@@ -13,8 +13,9 @@ _ENFORCER_ATTR = '_placement_policy_enforcer'
 class PolicyForbidden(Exception):
     """The policy denied an action; answered with 403 by the API."""
 
-    def __init__(self, action):
-        super().__init__(f'Policy does not allow {action} to be performed.')
+    def __init__(self, action, message=None):
+        super().__init__(
+            message or f'Policy does not allow {action} to be performed.')
         self.action = action
 
 
@@ -55,4 +56,5 @@ def authorize(enforcer, context, action, target=None):
         enforcer.authorize(action, target, context.to_policy_values(),
                            do_raise=True, exc=PolicyForbidden, action=action)
     except oslo_policy.InvalidScope:
-        raise PolicyForbidden(action) from None
+        # Upstream reports a token of the wrong scope by the action alone.
+        raise PolicyForbidden(action, message=action) from None

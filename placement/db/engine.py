@@ -16,9 +16,11 @@ from sqlalchemy import pool
 
 LOG = logging.getLogger(__name__)
 
+# Backend (and dialect) names under which SQLAlchemy talks to MySQL/MariaDB.
+MYSQL_BACKENDS = frozenset({'mysql', 'mariadb'})
+
 _DEFAULT_DRIVERS = {'mysql': 'mysql+pymysql', 'mariadb': 'mariadb+pymysql',
                     'postgresql': 'postgresql+psycopg2'}
-MYSQL_BACKENDS = frozenset({'mysql', 'mariadb'})
 _THREE_BYTE_CHARSETS = {'utf8', 'utf8mb3'}
 _CONNECT_TIMEOUT = 5
 _SQLITE_BUSY_TIMEOUT_MS = 30000
@@ -137,12 +139,27 @@ def retry_on_transient(fn, attempts=5, base_delay=0.05):
             time.sleep(delay)
 
 
+def claim_write_lock(connection):
+    """Make a write transaction queue for SQLite's single write lock now.
+
+    Call it first thing in the transaction. A SQLite transaction that
+    reads before it writes cannot wait for the lock later: if another
+    writer committed since its first read, SQLite refuses at once
+    ("database is locked") instead of waiting the busy timeout. Other
+    backends lock rows as statements touch them: nothing to do.
+    """
+    if connection.dialect.name == 'sqlite':
+        # A write that matches no row still takes the lock.
+        connection.exec_driver_sql(
+            'UPDATE resource_providers SET generation = generation WHERE 0')
+
+
 def _parse(url):
-    if not url or not str(url).strip():
+    if not url or not url.strip():
         raise DatabaseConfigError(
             '[placement_database] connection is not set')
     try:
-        parsed = sa.engine.make_url(str(url).strip())
+        parsed = sa.engine.make_url(url.strip())
         parsed.get_dialect()
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as exc:
         raise DatabaseConfigError(
