@@ -185,8 +185,12 @@ def register_opts(conf):
     """Register placement's options and the library options it relies on."""
     conf.register_opts(default_opts + service_opts)
     for group, opts in _GROUPED_OPTS:
-        conf.register_group(group)
-        conf.register_opts(opts, group=group)
+        # A fresh OptGroup per ConfigOpts: oslo.config copies a registered
+        # group shallowly, so sharing the module's object would share its
+        # option state (and overrides) between configurations.
+        conf.register_group(cfg.OptGroup(group.name, title=group.title,
+                                         help=group.help))
+        conf.register_opts(opts, group=group.name)
     log.register_options(conf)
     policy_opts.set_defaults(conf, policy_file='policy.yaml')
     cors.set_defaults(**_CORS_DEFAULTS)

@@ -6,6 +6,7 @@ from oslo_config import cfg
 from placement import conf as placement_conf
 from placement.db import engine as db_engine
 from placement.db import migration
+from placement.db import online_migrations
 
 
 def _sync(conf, engine):
@@ -24,9 +25,19 @@ def _stamp(conf, engine):
 
 
 def _online_data_migrations(conf, engine):
-    # Every data migration upstream ever shipped is part of the schema
-    # migrations here, so there is never anything left to do online.
-    print('Running online data migrations: nothing to do.')
+    batch = conf.command.max_count
+    incomplete = conf.placement
+    with engine.begin() as connection:
+        results = [
+            ('set_root_provider_ids',
+             online_migrations.set_root_provider_ids(connection, batch)),
+            ('create_incomplete_consumers',
+             online_migrations.create_incomplete_consumers(
+                 connection, incomplete.incomplete_consumer_project_id,
+                 incomplete.incomplete_consumer_user_id, batch)),
+        ]
+    for name, count in results:
+        print('%s: %d row(s) migrated' % (name, count))
     return 0
 
 

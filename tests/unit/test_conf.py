@@ -114,3 +114,10 @@ def test_default_locations_do_not_crash():
 def test_each_call_returns_new_conf():
     first = conf.load_config(config_files=[])
     assert first is not conf.load_config(config_files=[])
+
+
+def test_overrides_do_not_leak_between_configurations():
+    first = conf.load_config(config_files=[])
+    first.set_override('connection', 'sqlite://', 'placement_database')
+    second = conf.load_config(config_files=[])
+    assert second.placement_database.connection is None
