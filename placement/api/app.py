@@ -89,8 +89,10 @@ def _negotiate():
         error = errors.BadRequest if exc.acceptable else errors.NotAcceptable
         raise error('Invalid microversion: %s' % exc)
     if request.method in ('HEAD', 'OPTIONS') and request.url_rule:
+        # HEAD matched the GET rule only; Allow lists every rule's methods.
+        adapter = flask.current_app.create_url_adapter(request)
         raise http_exceptions.MethodNotAllowed(
-            valid_methods=list(request.url_rule.methods))
+            valid_methods=adapter.allowed_methods())
     flask.g.context = oslo_context.RequestContext.from_environ(environ)
 
 

@@ -11,18 +11,20 @@ NOAUTH2 = 'noauth2'
 
 def wrap(app, conf):
     if conf.api.auth_strategy == NOAUTH2:
-        return _SkipRoot(NoAuth2(app), app)
+        # As upstream, a bare mount point (empty path) needs a noauth2 token.
+        return _SkipRoot(NoAuth2(app), app, open_paths=('/',))
     keystone = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
-    return _SkipRoot(keystone, app)
+    return _SkipRoot(keystone, app, open_paths=('', '/'))
 
 
 class _SkipRoot:
-    def __init__(self, protected, open_app):
+    def __init__(self, protected, open_app, open_paths):
         self.protected = protected
         self.open_app = open_app
+        self.open_paths = open_paths
 
     def __call__(self, environ, start_response):
-        if environ.get('PATH_INFO', '') in ('', '/'):
+        if environ.get('PATH_INFO', '') in self.open_paths:
             return self.open_app(environ, start_response)
         return self.protected(environ, start_response)
 
@@ -44,8 +46,8 @@ class NoAuth2:
         project_id = project_id or user_id
         environ['HTTP_X_USER_ID'] = user_id
         if not environ.get('HTTP_OPENSTACK_SYSTEM_SCOPE'):
+            # The legacy header: an X-Project-Id sent by the client wins.
             environ['HTTP_X_TENANT_ID'] = project_id
-            environ['HTTP_X_PROJECT_ID'] = project_id
         if 'HTTP_X_ROLES' not in environ:
             environ['HTTP_X_ROLES'] = 'admin' if user_id == 'admin' else ''
         return self.app(environ, start_response)

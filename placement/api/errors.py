@@ -82,10 +82,11 @@ def json_formatter(body, status, title, environ):
     }
     version = environ.get(microversion.ENVIRON_KEY)
     if version is None:
-        # The request's version could not be determined: tell the client
-        # which versions are available.
-        error['max_version'] = microversion.max_version_string()
-        error['min_version'] = microversion.min_version_string()
+        if error['status'] == 406:
+            # An unsupported version was asked for: tell the client which
+            # versions are available.
+            error['max_version'] = microversion.max_version_string()
+            error['min_version'] = microversion.min_version_string()
     elif version >= CODE_MIN_VERSION:
         error['code'] = environ.get('placement.error_code') or DEFAULT
     return {'errors': [error]}

@@ -15,7 +15,8 @@ MAX_VERSION = (1, 39)
 VERSIONS = ['%d.%d' % (MIN_VERSION[0], minor)
             for minor in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
 ENVIRON_KEY = 'placement.microversion'
-HEADER = 'OpenStack-API-Version'
+# Lower case, as upstream sends it: clients match the Vary value literally.
+HEADER = 'openstack-api-version'
 
 
 class NotAvailable(Exception):

@@ -5,6 +5,14 @@ _MODULES = (
     'root',
     'resource_classes',
     'traits',
+    'resource_providers',
+    'aggregates',
+    'resource_provider_traits',
+    'inventories',
+    'usages',
+    'allocation_candidates',
+    'allocations',
+    'reshaper',
 )
 
 

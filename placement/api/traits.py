@@ -34,6 +34,8 @@ def _name_filter(value):
 def _associated_filter(value):
     if value is None:
         return {}
+    # Case-insensitive, as upstream.
+    value = value.lower()
     if value not in ('true', 'false'):
         raise errors.BadRequest(
             'The query parameter "associated" only accepts "true" or '
@@ -44,7 +46,7 @@ def _associated_filter(value):
 @blueprint.route('/traits', methods=['GET'])
 @wsgi.handler(min_version='1.6')
 def list_traits():
-    wsgi.authorize(policies.LIST)
+    wsgi.authorize(policies.TRAITS_LIST)
     params = wsgi.query(schema.LIST_QUERY)
     filters = _name_filter(params.get('name'))
     filters.update(_associated_filter(params.get('associated')))
@@ -56,20 +58,21 @@ def list_traits():
 @blueprint.route('/traits/<name>', methods=['PUT'])
 @wsgi.handler(min_version='1.6')
 def put_trait(name):
-    wsgi.authorize(policies.UPDATE)
-    location = wsgi.location('/traits/' + name)
+    wsgi.authorize(policies.TRAITS_UPDATE)
     if not schema.is_custom_name(name):
-        if wsgi.read(trait_db.exists, name):
-            return wsgi.empty_response(204, location=location)
         raise errors.BadRequest(_INVALID_TRAIT)
     created = wsgi.write(trait_db.ensure, name)
-    return wsgi.empty_response(201 if created else 204, location=location)
+    # Unlike other writes, PUT /traits carries the cache headers (1.15+).
+    row = wsgi.read(trait_db.get_by_name, name)
+    return wsgi.empty_response(
+        201 if created else 204, location=wsgi.location('/traits/' + name),
+        last_modified=wsgi.last_modified_of([row]))
 
 
 @blueprint.route('/traits/<name>', methods=['GET'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler(min_version='1.6', accept=False)
 def show_trait(name):
-    wsgi.authorize(policies.SHOW)
+    wsgi.authorize(policies.TRAITS_SHOW)
     try:
         row = wsgi.read(trait_db.get_by_name, name)
     except exception.NotFound as exc:
@@ -81,7 +84,7 @@ def show_trait(name):
 @blueprint.route('/traits/<name>', methods=['DELETE'])
 @wsgi.handler(min_version='1.6')
 def delete_trait(name):
-    wsgi.authorize(policies.DELETE)
+    wsgi.authorize(policies.TRAITS_DELETE)
     try:
         wsgi.write(trait_db.delete, name)
     except exception.NotFound as exc:

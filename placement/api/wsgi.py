@@ -7,6 +7,7 @@ import json
 
 import flask
 import jsonschema
+from oslo_utils import uuidutils
 from werkzeug import http as werkzeug_http
 
 from placement.api import errors
@@ -21,23 +22,24 @@ CACHE_HEADERS_VERSION = (1, 15)
 _VALIDATOR_CACHE = {}
 
 
-def handler(min_version=None, max_version=None, content=False):
+def handler(min_version=None, max_version=None, content=False, accept=True):
     """Wrap a view with Placement's per-request contract.
 
     The checks run in upstream's order: version gate (404), Accept (406),
     request media type (415/400); the view does its own policy check first
-    thing so that the target can depend on the request.
+    thing so that the target can depend on the request. As upstream, only
+    GETs check Accept; ``accept=False`` exempts a GET too (upstream's root
+    and GET /traits/{name} answer whatever the client accepts).
     """
     def decorator(view):
-        gated = microversion.gate(min_version, max_version)(view)
-
         @functools.wraps(view)
-        def wrapper(*args, **kwargs):
-            _check_accept()
+        def checked(*args, **kwargs):
+            if accept and flask.request.method == 'GET':
+                _check_accept()
             if content:
                 require_json_content()
-            return gated(*args, **kwargs)
-        return wrapper
+            return view(*args, **kwargs)
+        return microversion.gate(min_version, max_version)(checked)
     return decorator
 
 
@@ -67,9 +69,8 @@ def authorize(action, target=None):
     try:
         policy.authorize(flask.current_app.config['PLACEMENT_ENFORCER'],
                          context(), action, target)
-    except policy.PolicyForbidden:
-        raise errors.Forbidden(
-            'Policy does not allow %s to be performed.' % action)
+    except policy.PolicyForbidden as exc:
+        raise errors.Forbidden(str(exc))
 
 
 def engine():
@@ -80,12 +81,26 @@ def conf():
     return flask.current_app.config['PLACEMENT_CONF']
 
 
-def _validator(schema):
-    key = id(schema)
+# As upstream, request bodies check "uuid" like oslo's is_uuid_like (dashes
+# optional, braces or "urn:uuid:" allowed) while query strings keep
+# jsonschema's stricter check.
+_QUERY_FORMATS = jsonschema.FormatChecker()
+_BODY_FORMATS = jsonschema.FormatChecker()
+
+
+@_BODY_FORMATS.checks('uuid')
+def _is_uuid_like(instance):
+    return not isinstance(instance, str) or uuidutils.is_uuid_like(instance)
+
+
+def _validator(schema, formats):
+    key = (id(schema), id(formats))
     validator = _VALIDATOR_CACHE.get(key)
     if validator is None:
-        validator = jsonschema.Draft4Validator(
-            schema, format_checker=jsonschema.FormatChecker())
+        # The draft jsonschema.validate picks (upstream's choice): it decides
+        # e.g. whether 10.0 is an integer.
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator = validator_class(schema, format_checker=formats)
         _VALIDATOR_CACHE[key] = validator
     return validator
 
@@ -101,11 +116,13 @@ def json_body(schema):
     return data
 
 
-def validate(data, schema, prefix='JSON does not validate'):
-    try:
-        _validator(schema).validate(data)
-    except jsonschema.ValidationError as exc:
-        raise errors.BadRequest('%s: %s' % (prefix, exc))
+def validate(data, schema, prefix='JSON does not validate',
+             formats=_BODY_FORMATS):
+    # The most relevant error, as jsonschema.validate (upstream) reports.
+    error = jsonschema.exceptions.best_match(
+        _validator(schema, formats).iter_errors(data))
+    if error is not None:
+        raise errors.BadRequest('%s: %s' % (prefix, error))
 
 
 def query(schema):
@@ -114,7 +131,8 @@ def query(schema):
     """
     params = flask.request.args.to_dict(flat=False)
     params = {key: values[-1] for key, values in params.items()}
-    validate(params, schema, prefix='Invalid query string parameters')
+    validate(params, schema, prefix='Invalid query string parameters',
+             formats=_QUERY_FORMATS)
     return params
 
 

@@ -24,12 +24,15 @@ def get_by_name(conn, name):
 
 
 def ids_by_name(conn, names):
-    """Map names to ids; raise NotFound naming the first unknown one."""
-    names = set(names)
+    """Map names to ids; raise NotFound naming the first unknown one in
+    ``names``' order (upstream resolves them one by one).
+    """
     found = dict(conn.execute(
-        sa.select(_RC.c.name, _RC.c.id).where(_RC.c.name.in_(names))).all())
-    for name in sorted(names - set(found)):
-        raise exception.NotFound('No such resource class %s.' % name)
+        sa.select(_RC.c.name, _RC.c.id)
+        .where(_RC.c.name.in_(set(names)))).all())
+    for name in names:
+        if name not in found:
+            raise exception.NotFound('No such resource class %s.' % name)
     return found
 
 
@@ -47,8 +50,7 @@ def create(conn, name):
     next_id = standard.CUSTOM_RC_START if next_id is None else next_id + 1
     try:
         with conn.begin_nested():
-            conn.execute(_RC.insert().values(
-                id=next_id, name=name, created_at=sa.func.now()))
+            conn.execute(_RC.insert().values(id=next_id, name=name))
     except sa.exc.IntegrityError:
         # A concurrent writer took the name or the id: the caller's
         # transaction retry sorts out which.
@@ -63,10 +65,10 @@ def rename(conn, name, new_name):
     if is_standard(name):
         raise exception.Invalid(
             'Cannot update standard resource class %s' % name)
-    if _exists(conn, new_name):
+    # Renaming a class to its own name is a successful no-op.
+    if new_name != name and _exists(conn, new_name):
         raise exception.Duplicate(new_name)
-    conn.execute(_RC.update().where(_RC.c.id == row['id']).values(
-        name=new_name, updated_at=sa.func.now()))
+    conn.execute(_RC.update().where(_RC.c.id == row['id']).values(name=new_name))
 
 
 def delete(conn, name):

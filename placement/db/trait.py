@@ -14,7 +14,8 @@ def list_all(conn, names=None, prefix=None, associated=None):
     if names is not None:
         query = query.where(_T.c.name.in_(names))
     if prefix is not None:
-        query = query.where(_T.c.name.startswith(prefix, autoescape=True))
+        # As upstream, "_" and "%" in the prefix act as LIKE wildcards.
+        query = query.where(_T.c.name.startswith(prefix))
     if associated is not None:
         in_use = sa.select(_RPT.c.trait_id).distinct()
         query = query.where(
@@ -52,8 +53,7 @@ def ensure(conn, name):
         return False
     try:
         with conn.begin_nested():
-            conn.execute(_T.insert().values(name=name,
-                                            created_at=sa.func.now()))
+            conn.execute(_T.insert().values(name=name))
     except sa.exc.IntegrityError:
         # Created by a concurrent request in the meantime.
         return False

@@ -1,0 +1,64 @@
+"""/resource_providers/{uuid}/aggregates: list and replace (1.1+)."""
+import flask
+
+from placement.api import errors
+from placement.api import microversion
+from placement.api import resource_providers
+from placement.api import wsgi
+from placement.db import aggregate as aggregate_db
+from placement import exception
+from placement.policies import aggregate as policies
+from placement.schemas import aggregate as schema
+
+blueprint = flask.Blueprint('aggregates', __name__)
+
+# From 1.19 the body carries the provider generation, PUT checks it and
+# bumps it.
+GENERATION_VERSION = (1, 19)
+_PATH = '/resource_providers/<uuid>/aggregates'
+
+
+def _response(uuids, generation, last_modified):
+    body = {'aggregates': uuids}
+    if microversion.is_at_least(GENERATION_VERSION):
+        body['resource_provider_generation'] = generation
+    return wsgi.json_response(body, last_modified=last_modified)
+
+
+def _read(conn, uuid):
+    provider = resource_providers.get_or_404(conn, uuid)
+    return provider, aggregate_db.of_provider(conn, provider['id'])
+
+
+@blueprint.route(_PATH, methods=['GET'])
+@wsgi.handler(min_version='1.1')
+def list_aggregates(uuid):
+    wsgi.authorize(policies.LIST)
+    provider, rows = wsgi.read(_read, uuid)
+    return _response([row['uuid'] for row in rows], provider['generation'],
+                     wsgi.last_modified_of(rows))
+
+
+def _replace(conn, uuid, uuids, expected_generation):
+    provider = resource_providers.get_or_404(conn, uuid)
+    return aggregate_db.replace(conn, provider, uuids, expected_generation)
+
+
+@blueprint.route(_PATH, methods=['PUT'])
+@wsgi.handler(min_version='1.1', content=True)
+def update_aggregates(uuid):
+    wsgi.authorize(policies.UPDATE)
+    wsgi.read(resource_providers.get_or_404, uuid)
+    if microversion.is_at_least(GENERATION_VERSION):
+        data = wsgi.json_body(schema.PUT_1_19)
+        uuids = data['aggregates']
+        expected_generation = data['resource_provider_generation']
+    else:
+        uuids = wsgi.json_body(schema.PUT)
+        expected_generation = None
+    try:
+        generation, uuids = wsgi.write(
+            _replace, uuid, uuids, expected_generation)
+    except exception.ConcurrentUpdate as exc:
+        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+    return _response(uuids, generation, wsgi.utcnow())

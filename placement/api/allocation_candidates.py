@@ -1,0 +1,87 @@
+"""/allocation_candidates (1.10+): the query language is parsed by
+placement.candidates.request and answered by placement.candidates; this
+module only shapes the response for the request's microversion.
+"""
+import flask
+
+from placement.api import errors
+from placement.api import microversion
+from placement.api import wsgi
+from placement import candidates
+from placement.candidates import request as candidates_request
+from placement import exception
+from placement.policies import allocation_candidate as policies
+from placement.schemas import allocation_candidate as schema
+
+blueprint = flask.Blueprint('allocation_candidates', __name__)
+
+
+def _request_as_list(candidate):
+    """1.10-1.11: a list of {resource_provider, resources}."""
+    return {'allocations': [
+        {'resource_provider': {'uuid': uuid}, 'resources': resources}
+        for uuid, resources in candidate.allocations.items()]}
+
+
+def _request_as_dict(candidate):
+    """1.12+: keyed by provider uuid, as PUT /allocations takes it."""
+    return {'allocations': {
+        uuid: {'resources': resources}
+        for uuid, resources in candidate.allocations.items()}}
+
+
+def _request_with_mappings(candidate):
+    """1.34+: which providers satisfy which request group."""
+    return dict(_request_as_dict(candidate), mappings=candidate.mappings)
+
+
+_REQUEST_VIEW = {
+    '1.10': _request_as_list,
+    '1.12': _request_as_dict,
+    '1.34': _request_with_mappings,
+}
+
+
+def _summary(summary):
+    return {'resources': {
+        rc: {'capacity': capacity, 'used': used}
+        for rc, (capacity, used) in summary.resources.items()}}
+
+
+def _summary_with_traits(summary):
+    return dict(_summary(summary), traits=summary.traits)
+
+
+def _summary_in_tree(summary):
+    return dict(_summary_with_traits(summary),
+                parent_provider_uuid=summary.parent_uuid,
+                root_provider_uuid=summary.root_uuid)
+
+
+_SUMMARY_VIEW = {
+    '1.10': _summary,
+    '1.17': _summary_with_traits,
+    '1.29': _summary_in_tree,
+}
+
+
+@blueprint.route('/allocation_candidates', methods=['GET'])
+@wsgi.handler(min_version='1.10')
+def list_allocation_candidates():
+    wsgi.authorize(policies.LIST)
+    wsgi.query(microversion.by_version(schema.GET))
+    request = candidates_request.from_query(
+        flask.request.args, microversion.current())
+    settings = candidates.Settings.from_conf(wsgi.conf())
+    try:
+        result = wsgi.read(candidates.find, request, settings)
+    except exception.Invalid as exc:
+        raise errors.BadRequest(str(exc))
+    request_view = microversion.by_version(_REQUEST_VIEW)
+    summary_view = microversion.by_version(_SUMMARY_VIEW)
+    return wsgi.json_response({
+        'allocation_requests': [request_view(c) for c in result.candidates],
+        'provider_summaries': {
+            uuid: summary_view(summary)
+            for uuid, summary in result.summaries.items()},
+    }, last_modified=wsgi.utcnow())

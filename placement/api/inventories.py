@@ -1,0 +1,254 @@
+"""/resource_providers/{uuid}/inventories: list, replace all, delete all,
+add one; show, replace or delete one resource class's inventory.
+
+The provider is looked up before the body is read (a missing provider is
+a 404 whatever the body), and capacity is checked before resource class
+names, as upstream does.
+"""
+import re
+
+import flask
+import webob.exc
+
+from placement.api import errors
+from placement.api import microversion
+from placement.api import wsgi
+from placement.db import inventory as inv_db
+from placement.db import resource_provider as rp_db
+from placement import exception
+from placement.policies import inventory as policies
+from placement.schemas import inventory as schema
+
+blueprint = flask.Blueprint('inventories', __name__)
+
+_COLLECTION = '/resource_providers/<uuid>/inventories'
+_ITEM = _COLLECTION + '/<resource_class>'
+
+# From 1.26 an inventory may be fully reserved.
+RESERVED_EQUAL_TOTAL_VERSION = (1, 26)
+# DELETE of the whole collection; earlier versions answer 405.
+DELETE_ALL_VERSION = (1, 5)
+
+_UNKNOWN_CLASS = ('Unknown resource class in inventory for resource provider '
+                  '%s: %s')
+_CANNOT_UPDATE = 'Unable to update inventory for resource provider %s: %s'
+# Another writer changed the provider between our read and our write.
+CONCURRENT_WRITE = ('Another thread concurrently updated the resource '
+                    'provider data. Please retry your update')
+
+
+class _MethodNotAllowedYet(errors.PlacementHTTPError):
+    """405 for a method the request's microversion does not have yet."""
+
+    status = 405
+    webob_class = webob.exc.HTTPMethodNotAllowed
+
+
+def provider_or_404(uuid, detail='%(error)s'):
+    """The provider row; ``detail`` formats the 404's message from
+    ``uuid`` and ``error`` (handlers word it differently upstream).
+    """
+    try:
+        return wsgi.read(rp_db.get_by_uuid, uuid)
+    except exception.NotFound as exc:
+        raise errors.NotFound(detail % {'uuid': uuid, 'error': exc})
+
+
+def _shown_provider(uuid):
+    return provider_or_404(
+        uuid, 'No resource provider with uuid %(uuid)s found : %(error)s')
+
+
+def _expected_generation(provider, data):
+    """The body's generation, refused early if already stale."""
+    generation = data['resource_provider_generation']
+    if generation != provider['generation']:
+        raise errors.Conflict('resource provider generation conflict',
+                              code=errors.CONCURRENT_UPDATE)
+    return generation
+
+
+def _check_capacity(provider, inventories, message):
+    reserved_may_equal_total = microversion.is_at_least(
+        RESERVED_EQUAL_TOTAL_VERSION)
+    for resource_class, record in inventories.items():
+        try:
+            inv_db.check_capacity(provider['uuid'], resource_class, record,
+                                  reserved_may_equal_total)
+        except exception.Invalid as exc:
+            raise errors.BadRequest(message % (provider['uuid'], exc))
+
+
+def _view(record, generation=None):
+    view = {field: record[field] for field in inv_db.FIELDS}
+    # Upstream leaves out a generation of 0 (a provider never written to).
+    if generation:
+        view['resource_provider_generation'] = generation
+    return view
+
+
+def _collection_view(generation, inventories):
+    return {'resource_provider_generation': generation,
+            'inventories': {name: _view(record)
+                            for name, record in inventories.items()}}
+
+
+def _collection_response(body, last_modified):
+    """An empty collection has no date but is still not to be cached."""
+    response = wsgi.json_response(body, last_modified=last_modified)
+    if (last_modified is None
+            and microversion.is_at_least(wsgi.CACHE_HEADERS_VERSION)):
+        response.headers['Cache-Control'] = 'no-cache'
+    return response
+
+
+def _item_location(uuid, resource_class):
+    return wsgi.location('/resource_providers/%s/inventories/%s'
+                         % (uuid, resource_class))
+
+
+@blueprint.route(_COLLECTION, methods=['GET'])
+@wsgi.handler()
+def list_inventories(uuid):
+    wsgi.authorize(policies.LIST)
+    provider = _shown_provider(uuid)
+    inventories = wsgi.read(inv_db.get_all, provider['id'])
+    rows = list(inventories.values())
+    return _collection_response(
+        _collection_view(provider['generation'], inventories),
+        wsgi.last_modified_of(rows) if rows else None)
+
+
+@blueprint.route(_COLLECTION, methods=['POST'])
+@wsgi.handler(content=True)
+def create_inventory(uuid):
+    wsgi.authorize(policies.CREATE)
+    provider = provider_or_404(uuid)
+    data = wsgi.json_body(schema.POST)
+    resource_class = data['resource_class']
+    record = inv_db.with_defaults(data)
+    cannot_create = 'Unable to create inventory for resource provider %s: %s'
+    _check_capacity(provider, {resource_class: record}, cannot_create)
+    try:
+        generation = wsgi.write(inv_db.add, provider, resource_class, record)
+    except exception.NotFound as exc:
+        raise errors.BadRequest(cannot_create % (uuid, exc))
+    except exception.Duplicate as exc:
+        raise errors.Conflict('Update conflict: %s' % exc,
+                              code=errors.CONCURRENT_UPDATE)
+    except exception.ConcurrentUpdate:
+        raise errors.Conflict('Update conflict: %s' % CONCURRENT_WRITE,
+                              code=errors.CONCURRENT_UPDATE)
+    response = wsgi.json_response(
+        _view(record, generation), status=201, last_modified=wsgi.utcnow())
+    response.headers['Location'] = _item_location(uuid, resource_class)
+    return response
+
+
+@blueprint.route(_COLLECTION, methods=['PUT'])
+@wsgi.handler(content=True)
+def replace_inventories(uuid):
+    wsgi.authorize(policies.UPDATE)
+    provider = provider_or_404(uuid)
+    data = wsgi.json_body(schema.PUT_ALL)
+    generation = _expected_generation(provider, data)
+    for name in data['inventories']:
+        if not re.match(schema.RESOURCE_CLASS_PATTERN, name):
+            # Its record went unvalidated; the name can never be known.
+            raise errors.BadRequest(_UNKNOWN_CLASS % (
+                uuid, 'No such resource class %s.' % name))
+    inventories = {name: inv_db.with_defaults(record)
+                   for name, record in data['inventories'].items()}
+    _check_capacity(provider, inventories, _CANNOT_UPDATE)
+    try:
+        generation = wsgi.write(
+            inv_db.replace_all, provider, inventories, generation)
+    except exception.NotFound as exc:
+        raise errors.BadRequest(_UNKNOWN_CLASS % (uuid, exc))
+    except exception.ConcurrentUpdate:
+        raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
+                              code=errors.CONCURRENT_UPDATE)
+    except exception.InUse as exc:
+        raise errors.Conflict('update conflict: %s' % exc,
+                              code=errors.INVENTORY_INUSE)
+    return _collection_response(
+        _collection_view(generation, inventories),
+        wsgi.utcnow() if inventories else None)
+
+
+@blueprint.route(_COLLECTION, methods=['DELETE'])
+@wsgi.handler()
+def delete_inventories(uuid):
+    if not microversion.is_at_least(DELETE_ALL_VERSION):
+        raise _MethodNotAllowedYet()
+    wsgi.authorize(policies.DELETE)
+    provider = provider_or_404(uuid)
+    try:
+        wsgi.write(inv_db.replace_all, provider, {}, provider['generation'])
+    except exception.ConcurrentUpdate:
+        raise errors.Conflict(
+            'Unable to delete inventory for resource provider %s because '
+            'the inventory was updated by another process. Please retry '
+            'your request.' % uuid, code=errors.CONCURRENT_UPDATE)
+    except exception.InUse as exc:
+        raise errors.Conflict(str(exc), code=errors.INVENTORY_INUSE)
+    return wsgi.empty_response()
+
+
+@blueprint.route(_ITEM, methods=['GET'])
+@wsgi.handler()
+def show_inventory(uuid, resource_class):
+    wsgi.authorize(policies.SHOW)
+    provider = _shown_provider(uuid)
+    record = wsgi.read(inv_db.get_all, provider['id']).get(resource_class)
+    if record is None:
+        raise errors.NotFound('No inventory of class %s for %s'
+                              % (resource_class, uuid))
+    return wsgi.json_response(
+        _view(record, provider['generation']),
+        last_modified=wsgi.last_modified_of([record]))
+
+
+@blueprint.route(_ITEM, methods=['PUT'])
+@wsgi.handler(content=True)
+def update_inventory(uuid, resource_class):
+    wsgi.authorize(policies.UPDATE)
+    provider = provider_or_404(uuid)
+    data = wsgi.json_body(schema.PUT_ONE)
+    generation = _expected_generation(provider, data)
+    record = inv_db.with_defaults(data)
+    _check_capacity(provider, {resource_class: record}, _CANNOT_UPDATE)
+    try:
+        generation = wsgi.write(
+            inv_db.update, provider, resource_class, record, generation)
+    except inv_db.NoSuchInventory as exc:
+        raise errors.BadRequest(
+            'No inventory record with resource class for resource provider '
+            '%s: %s' % (uuid, exc))
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    except exception.ConcurrentUpdate:
+        raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
+                              code=errors.CONCURRENT_UPDATE)
+    return wsgi.json_response(_view(record, generation),
+                              last_modified=wsgi.utcnow())
+
+
+@blueprint.route(_ITEM, methods=['DELETE'])
+@wsgi.handler()
+def delete_inventory(uuid, resource_class):
+    wsgi.authorize(policies.DELETE)
+    provider = provider_or_404(uuid)
+    try:
+        wsgi.write(inv_db.delete, provider, resource_class)
+    except exception.NotFound as exc:
+        raise errors.NotFound('No inventory of class %s found for delete: %s'
+                              % (resource_class, exc))
+    except (exception.InUse, exception.ConcurrentUpdate) as exc:
+        reason = (CONCURRENT_WRITE
+                  if isinstance(exc, exception.ConcurrentUpdate) else exc)
+        # Upstream labels an in-use refusal here as a concurrent update too.
+        raise errors.Conflict('Unable to delete inventory of class %s: %s'
+                              % (resource_class, reason),
+                              code=errors.CONCURRENT_UPDATE)
+    return wsgi.empty_response()

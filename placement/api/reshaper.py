@@ -1,0 +1,56 @@
+"""/reshaper (1.30): replace the inventories of many providers and the
+allocations of many consumers in one transaction.
+"""
+import contextlib
+
+import flask
+
+from placement.api import allocations
+from placement.api import errors
+from placement.api import microversion
+from placement.api import wsgi
+from placement.db import inventory as inventory_db
+from placement.db import reshaper as reshaper_db
+from placement import exception
+from placement.policies import reshaper as policies
+from placement.schemas import allocation as schema
+
+blueprint = flask.Blueprint('reshaper', __name__)
+
+
+@contextlib.contextmanager
+def _reshape_errors():
+    """The failures only a reshape has, in upstream's words."""
+    try:
+        yield
+    except reshaper_db.ProviderNotFound as exc:
+        raise errors.BadRequest(
+            str(exc), code=errors.RESOURCE_PROVIDER_NOT_FOUND)
+    except reshaper_db.ProviderGenerationConflict as exc:
+        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+    except exception.InUse as exc:
+        raise errors.Conflict('update conflict: %s' % exc,
+                              code=errors.INVENTORY_INUSE)
+
+
+@blueprint.route('/reshaper', methods=['POST'])
+@wsgi.handler(min_version='1.30', content=True)
+def reshape():
+    wsgi.authorize(policies.RESHAPE)
+    body = wsgi.json_body(microversion.by_version(schema.RESHAPE))
+    inventories = {
+        uuid: (entry['resource_provider_generation'],
+               {name: inventory_db.with_defaults(record)
+                for name, record in entry['inventories'].items()})
+        for uuid, entry in body['inventories'].items()}
+    requests = [
+        allocations.consumer_request(
+            consumer_uuid, entry,
+            allocations.keyed_resources(entry['allocations']))
+        for consumer_uuid, entry in body['allocations'].items()]
+    with allocations.write_errors('malformed reshaper data: %s',
+                                  'update conflict: %s'):
+        with _reshape_errors():
+            allocations.write_retrying(
+                reshaper_db.reshape, inventories, requests)
+    return wsgi.empty_response(204)

@@ -1,0 +1,200 @@
+"""/resource_providers: list with filters, create, show, update, delete."""
+import uuid as uuid_lib
+
+import flask
+
+from placement.api import errors
+from placement.api import microversion
+from placement.api import query
+from placement.api import wsgi
+from placement.db import resource_class as rc_db
+from placement.db import resource_provider as rp_db
+from placement.db import trait as trait_db
+from placement import exception
+from placement.policies import resource_provider as policies
+from placement.schemas import resource_provider as schema
+
+blueprint = flask.Blueprint('resource_providers', __name__)
+
+# Link relations of a provider body (in upstream's order) and the version
+# that added each.
+_LINK_RELATIONS = (
+    ('inventories', (1, 0)),
+    ('usages', (1, 0)),
+    ('aggregates', (1, 1)),
+    ('traits', (1, 6)),
+    ('allocations', (1, 11)),
+)
+# From 1.14 bodies show where the provider sits in its tree.
+TREE_FIELDS_VERSION = (1, 14)
+# From 1.20 POST answers 200 with the provider instead of an empty 201.
+POST_RETURNS_BODY_VERSION = (1, 20)
+# From 1.37 PUT may change or remove an existing parent.
+REPARENT_VERSION = (1, 37)
+
+
+def path(uuid):
+    return '/resource_providers/' + uuid
+
+
+def view(row):
+    """A provider as the API shows it at the request's version."""
+    base = path(row['uuid'])
+    links = [{'rel': 'self', 'href': wsgi.href(base)}]
+    links.extend({'rel': rel, 'href': wsgi.href(base + '/' + rel)}
+                 for rel, since in _LINK_RELATIONS
+                 if microversion.is_at_least(since))
+    body = {'uuid': row['uuid'], 'name': row['name'],
+            'generation': row['generation'], 'links': links}
+    if microversion.is_at_least(TREE_FIELDS_VERSION):
+        body['parent_provider_uuid'] = row['parent_provider_uuid']
+        body['root_provider_uuid'] = row['root_provider_uuid']
+    return body
+
+
+def get_or_404(conn, uuid):
+    """``resource_provider.get_by_uuid`` answering 404 when missing."""
+    try:
+        return rp_db.get_by_uuid(conn, uuid)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+
+
+@blueprint.route('/resource_providers', methods=['GET'])
+@wsgi.handler()
+def list_resource_providers():
+    wsgi.authorize(policies.LIST)
+    params = wsgi.query(microversion.by_version({
+        '1.0': schema.LIST_QUERY,
+        '1.3': schema.LIST_QUERY_1_3,
+        '1.4': schema.LIST_QUERY_1_4,
+        '1.14': schema.LIST_QUERY_1_14,
+        '1.18': schema.LIST_QUERY_1_18,
+    }))
+    filters = {key: params[key] for key in ('name', 'uuid', 'in_tree')
+               if key in params}
+    version = microversion.current()
+    args = flask.request.args
+    # Parsed in upstream's order, which decides the error reported first.
+    if 'member_of' in params:
+        filters['member_of'] = query.member_of(
+            args.getlist('member_of'), version)
+    traits = None
+    if 'required' in params:
+        traits = query.required_traits(args.getlist('required'), version)
+    amounts = None
+    if 'resources' in params:
+        amounts = query.resources(params['resources'])
+    rows = wsgi.read(_list, filters, traits, amounts)
+    return wsgi.json_response(
+        {'resource_providers': [view(row) for row in rows]},
+        last_modified=wsgi.last_modified_of(rows))
+
+
+def _list(conn, filters, traits, amounts):
+    if traits is not None:
+        groups, forbidden = traits
+        try:
+            ids = trait_db.ids_by_name(
+                conn, query.trait_names(groups, forbidden))
+        except exception.NotFound as exc:
+            raise errors.BadRequest(
+                'Invalid trait(s) in "required" parameter: %s' % exc)
+        filters['traits'] = ([{ids[name] for name in group}
+                              for group in groups],
+                             {ids[name] for name in forbidden})
+    if amounts is not None:
+        try:
+            ids = rc_db.ids_by_name(conn, amounts)
+        except exception.NotFound as exc:
+            raise errors.BadRequest(
+                'Invalid resource class in resources parameter: %s' % exc)
+        filters['resources'] = {ids[name]: amount
+                                for name, amount in amounts.items()}
+    return rp_db.list_all(conn, **filters)
+
+
+@blueprint.route('/resource_providers', methods=['POST'])
+@wsgi.handler(content=True)
+def create_resource_provider():
+    wsgi.authorize(policies.CREATE)
+    data = wsgi.json_body(microversion.by_version({
+        '1.0': schema.POST, '1.14': schema.POST_1_14}))
+    name = data['name']
+    # The canonical form, whatever spelling of the uuid the client used.
+    uuid = str(uuid_lib.UUID(data['uuid']) if 'uuid' in data
+               else uuid_lib.uuid4())
+    try:
+        row = wsgi.write(rp_db.create, uuid, name,
+                         data.get('parent_provider_uuid'))
+    except exception.Duplicate as exc:
+        raise errors.Conflict(str(exc), code=errors.DUPLICATE_NAME)
+    except exception.Invalid as exc:
+        raise errors.BadRequest(
+            'Unable to create resource provider "%s", %s: %s'
+            % (name, uuid, exc))
+    location = wsgi.location(path(uuid))
+    if not microversion.is_at_least(POST_RETURNS_BODY_VERSION):
+        return wsgi.empty_response(201, location=location)
+    response = wsgi.json_response(
+        view(row), last_modified=wsgi.last_modified_of([row]))
+    response.headers['Location'] = location
+    return response
+
+
+@blueprint.route('/resource_providers/<uuid>', methods=['GET'])
+@wsgi.handler()
+def show_resource_provider(uuid):
+    wsgi.authorize(policies.SHOW)
+    row = wsgi.read(get_or_404, uuid)
+    return wsgi.json_response(
+        view(row), last_modified=wsgi.last_modified_of([row]))
+
+
+@blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
+@wsgi.handler(content=True)
+def update_resource_provider(uuid):
+    wsgi.authorize(policies.UPDATE)
+    before = wsgi.read(get_or_404, uuid)
+    data = wsgi.json_body(microversion.by_version({
+        '1.0': schema.PUT, '1.14': schema.PUT_1_14}))
+    parent = data.get('parent_provider_uuid', rp_db.KEEP_PARENT)
+    try:
+        row = wsgi.write(
+            rp_db.update, uuid, data['name'], parent,
+            reparent=microversion.is_at_least(REPARENT_VERSION))
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    except exception.Invalid as exc:
+        raise errors.BadRequest(
+            'Unable to save resource provider %s: %s' % (uuid, exc))
+    except exception.Duplicate as exc:
+        raise errors.Conflict(str(exc), code=errors.DUPLICATE_NAME)
+    moved = (before['parent_provider_uuid'] is not None
+             and row['parent_provider_uuid'] not in (
+                 None, before['parent_provider_uuid']))
+    if not moved:
+        return wsgi.json_response(
+            view(row), last_modified=wsgi.last_modified_of([row]))
+    # Upstream's answer to a move between parents has no Last-Modified,
+    # only the Cache-Control that goes with it.
+    response = wsgi.json_response(view(row))
+    if microversion.is_at_least(wsgi.CACHE_HEADERS_VERSION):
+        response.headers['Cache-Control'] = 'no-cache'
+    return response
+
+
+@blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
+@wsgi.handler()
+def delete_resource_provider(uuid):
+    wsgi.authorize(policies.DELETE)
+    try:
+        wsgi.write(rp_db.delete, uuid)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    except rp_db.HasChildren as exc:
+        raise errors.Conflict(
+            str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
+    except rp_db.HasAllocations as exc:
+        raise errors.Conflict(str(exc), code=errors.PROVIDER_IN_USE)
+    return wsgi.empty_response()

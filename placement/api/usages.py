@@ -1,0 +1,49 @@
+"""Usages of one provider, and totals of a project (and user)."""
+import flask
+
+from placement.api import inventories
+from placement.api import microversion
+from placement.api import wsgi
+from placement.db import usage as usage_db
+from placement.policies import usage as policies
+from placement.schemas import usage as schema
+
+blueprint = flask.Blueprint('usages', __name__)
+
+# Totals grouped by consumer type.
+CONSUMER_TYPE_VERSION = (1, 38)
+
+
+def _response(body):
+    # Usages are the answer to "what is used now?": dated now.
+    return wsgi.json_response(body, last_modified=wsgi.utcnow())
+
+
+@blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
+@wsgi.handler()
+def provider_usages(uuid):
+    wsgi.authorize(policies.PROVIDER_USAGES)
+    provider = inventories.provider_or_404(
+        uuid, 'No resource provider with uuid %(uuid)s found: %(error)s')
+    usages = wsgi.read(usage_db.by_provider, provider['id'])
+    return _response({'resource_provider_generation': provider['generation'],
+                      'usages': usages})
+
+
+@blueprint.route('/usages', methods=['GET'])
+@wsgi.handler(min_version='1.9')
+def total_usages():
+    # The rule is about the project asked for (the last one, if repeated,
+    # as for every parameter), and is checked before the query is.
+    asked = flask.request.args.getlist('project_id')
+    wsgi.authorize(policies.TOTAL_USAGES,
+                   target={'project_id': asked[-1] if asked else None})
+    by_type = microversion.is_at_least(CONSUMER_TYPE_VERSION)
+    params = wsgi.query(schema.QUERY_V1_38 if by_type else schema.QUERY)
+    if by_type:
+        usages = wsgi.read(usage_db.by_consumer_type, params['project_id'],
+                           params.get('user_id'), params.get('consumer_type'))
+    else:
+        usages = wsgi.read(usage_db.by_project, params['project_id'],
+                           params.get('user_id'))
+    return _response({'usages': usages})

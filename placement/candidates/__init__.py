@@ -1,0 +1,352 @@
+"""Allocation candidates: which sets of providers can satisfy a request.
+
+``find(conn, request, settings)`` answers a parsed ``request.Request`` in
+three steps:
+
+1. ``sql`` resolves the names the request uses and loads, in a handful of
+   set-based queries, the inventories of the requested classes (with
+   usage), who has the requested traits and aggregates, and which trees
+   the sharing providers serve;
+2. ``engine`` turns that into options per anchor (root provider) and
+   walks their combinations lazily, in the configured order, so that
+   ``limit`` and ``max_allocation_candidates`` stop the work early;
+3. the providers of the chosen candidates' trees are summarised.
+"""
+import collections
+import contextlib
+import dataclasses
+import gc
+import itertools
+import random
+
+import os_traits
+
+from placement.candidates import engine
+from placement.candidates import sql
+from placement import exception
+
+SHARING_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
+BREADTH_FIRST = 'breadth-first'
+
+
+@dataclasses.dataclass
+class Settings:
+    """The [placement] options that shape generation."""
+    randomize: bool = False
+    max_candidates: int = -1
+    strategy: str = 'depth-first'
+
+    @classmethod
+    def from_conf(cls, conf):
+        group = conf.placement
+        return cls(group.randomize_allocation_candidates,
+                   group.max_allocation_candidates,
+                   group.allocation_candidates_generation_strategy)
+
+
+@dataclasses.dataclass
+class Candidate:
+    """{provider uuid: {class: amount}} and {suffix: [provider uuid]}."""
+    allocations: dict
+    mappings: dict
+
+
+@dataclasses.dataclass
+class Summary:
+    """A provider of a candidate's tree: {class: (capacity, used)}, trait
+    names, parent and root uuids.
+    """
+    resources: dict
+    traits: list
+    parent_uuid: str
+    root_uuid: str
+
+
+@dataclasses.dataclass
+class Result:
+    candidates: list
+    summaries: dict
+
+
+def find(conn, request, settings):
+    """The candidates for ``request`` and the summaries of their providers.
+
+    Raises exception.Invalid, with upstream's message, for an unknown
+    resource class or trait, unless upstream would have found nothing
+    before looking that name up.
+    """
+    with _gc_paused():
+        return _find(conn, request, settings)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """The engine makes many small acyclic objects (freed by reference
+    counting); the cyclic collector would rescan them again and again.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _find(conn, request, settings):
+    names = sql.lookup(conn, *_mentioned(request))
+    needs = [_need(group, names) for group in request.groups]
+    failure = _unknown_name(request, names)
+    if failure is not None:
+        position, message = failure
+        if _finds_nothing_before(conn, request, names, needs, position):
+            return Result([], {})
+        raise exception.Invalid(message)
+    universe = _load(conn, request, needs, names)
+    plan = engine.Plan(
+        universe, needs, _anchor_filter(request, names, universe),
+        isolate=request.isolate, same_subtrees=request.same_subtrees,
+        nested=request.nested)
+    if request.same_subtrees:
+        _load_ancestry(conn, plan)
+    stream = plan.candidates(breadth_first=settings.strategy == BREADTH_FIRST)
+    chosen = _select(stream, request.limit, settings)
+    return _result(conn, request, plan, names, chosen)
+
+
+def _mentioned(request):
+    classes, traits, aggregates, providers = set(), {SHARING_TRAIT}, set(), set()
+    traits |= request.root_required | request.root_forbidden
+    for group in request.groups:
+        classes.update(group.resources)
+        traits |= group.trait_names
+        for any_of in group.member_of:
+            aggregates |= any_of
+        aggregates |= group.forbidden_aggs
+        if group.in_tree:
+            providers.add(group.in_tree)
+    return classes, traits, aggregates, providers
+
+
+def _need(group, names):
+    """The group with ids for names; unknown classes and traits are left
+    out (they are reported before a need is used).
+    """
+    tree = names.providers.get(group.in_tree) if group.in_tree else None
+    return engine.Need(
+        suffix=group.suffix,
+        resources=tuple((names.classes[rc], amount)
+                        for rc, amount in group.resources.items()
+                        if rc in names.classes),
+        required=tuple(_ids(any_of, names.traits)
+                       for any_of in group.required),
+        forbidden=_ids(group.forbidden, names.traits),
+        member_of=tuple(_ids(any_of, names.aggregates)
+                        for any_of in group.member_of),
+        forbidden_aggs=_ids(group.forbidden_aggs, names.aggregates),
+        tree=tree[1] if tree else None,
+        lost=bool(group.in_tree) and tree is None)
+
+
+def _ids(names, known):
+    return frozenset(known[name] for name in names if name in known)
+
+
+def _unknown_name(request, names):
+    """(position, message) of the first unknown name upstream reports:
+    root_required (position -1), then per group its classes, then its
+    traits.
+    """
+    for trait in sorted(request.root_required) + sorted(
+            request.root_forbidden):
+        if trait not in names.traits:
+            return -1, _no_trait(trait)
+    for position, group in enumerate(request.groups):
+        for rc in group.resources:
+            if rc not in names.classes:
+                return position, (
+                    'Invalid resource class in resources parameter: '
+                    'No such resource class %s.' % rc)
+        for any_of in group.required + [group.forbidden]:
+            for trait in sorted(any_of):
+                if trait not in names.traits:
+                    return position, _no_trait(trait)
+    return None
+
+
+def _no_trait(name):
+    return 'No such trait(s): %s.' % name
+
+
+def _finds_nothing_before(conn, request, names, needs, position):
+    """Whether upstream gives up with no candidates before it reaches the
+    unknown name at ``position``: it vets the request-wide root traits,
+    then each group in turn, each on its own.
+    """
+    if position < 0:
+        return False
+    if (request.root_required or request.root_forbidden) and not (
+            sql.any_root_with_traits(
+                conn, _ids(request.root_required, names.traits),
+                _ids(request.root_forbidden, names.traits))):
+        return True
+    earlier = needs[:position]
+    universe = _load(conn, request, earlier, names)
+    plan = engine.Plan(universe, earlier,
+                       _anchor_filter(request, names, universe))
+    if not all(plan.group_has_options(i) for i in range(len(earlier))):
+        return True
+    group = request.groups[position]
+    if all(rc in names.classes for rc in group.resources):
+        # A trait is unknown: the group's aggregates were vetted first.
+        need = needs[position]
+        if need.member_of and not _any_member(conn, need.member_of):
+            return True
+    return False
+
+
+def _any_member(conn, member_of):
+    aggregates = collections.defaultdict(set)
+    for provider, aggregate, _root in sql.aggregate_members(
+            conn, set().union(*member_of)):
+        aggregates[provider].add(aggregate)
+    return any(all(any_of & aggs for any_of in member_of)
+               for aggs in aggregates.values())
+
+
+def _load(conn, request, needs, names):
+    """A Universe with what ``needs`` can use."""
+    universe = engine.Universe()
+    rc_ids = {rc for need in needs for rc, _amount in need.resources}
+    if rc_ids:
+        trees = {need.tree for need in needs if need.resources}
+        roots = None if None in trees else trees
+        for inv in sql.inventories(conn, rc_ids, roots):
+            universe.add_inventory(inv)
+    trait_ids = _ids(request.root_required | request.root_forbidden,
+                     names.traits)
+    for need in needs:
+        trait_ids |= need.forbidden.union(*need.required)
+    sharing_trait = names.traits.get(SHARING_TRAIT)
+    if sharing_trait is not None:
+        trait_ids |= {sharing_trait}
+    for provider, trait, root in sql.trait_holders(conn, trait_ids):
+        universe.add_trait(provider, trait, root)
+    universe.sharing = set(universe.trait_holders.get(sharing_trait, ()))
+    aggregate_ids = set()
+    for need in needs:
+        aggregate_ids |= need.forbidden_aggs.union(*need.member_of)
+    for provider, aggregate, root in sql.aggregate_members(
+            conn, aggregate_ids):
+        universe.add_aggregate(provider, aggregate, root)
+    sharing = [p for p in universe.sharing if p in universe.root]
+    for provider, root in sql.sharing_anchors(conn, sharing):
+        universe.share_anchors[provider].add(root)
+    return universe
+
+
+def _anchor_filter(request, names, universe):
+    """root_required: which roots may anchor a candidate."""
+    required = _ids(request.root_required, names.traits)
+    forbidden = _ids(request.root_forbidden, names.traits)
+    if not (required or forbidden):
+        return lambda root: True
+
+    def anchor_ok(root):
+        traits = universe.traits.get(root, set())
+        return required <= traits and not forbidden & traits
+    return anchor_ok
+
+
+def _load_ancestry(conn, plan):
+    """Parents in the trees where same_subtree has to be checked."""
+    roots = set()
+    for level, slot in enumerate(plan.slots):
+        if plan.needs[slot.group].single_provider:
+            for providers in plan.options[level].values():
+                roots.update(plan.universe.root[p] for p in providers)
+    for provider, _uuid, parent, _root in sql.tree_members(conn, roots):
+        plan.universe.parent[provider] = parent
+
+
+def _select(stream, limit, settings):
+    """The candidates to return: the first ones, or with randomize a
+    uniform sample, from at most max_candidates generated.
+    """
+    if settings.max_candidates >= 0:
+        # Upstream stops after adding a candidate, so 0 still gives one.
+        stream = itertools.islice(stream, max(settings.max_candidates, 1))
+    if not settings.randomize:
+        return list(itertools.islice(stream, limit))
+    if limit is None:
+        chosen = list(stream)
+    else:
+        chosen = _reservoir(stream, limit)
+    random.shuffle(chosen)
+    return chosen
+
+
+def _reservoir(stream, size):
+    sample = []
+    for seen, item in enumerate(stream):
+        if seen < size:
+            sample.append(item)
+        else:
+            slot = random.randint(0, seen)
+            if slot < size:
+                sample[slot] = item
+    return sample
+
+
+def _result(conn, request, plan, names, chosen):
+    if not chosen:
+        return Result([], {})
+    universe = plan.universe
+    allocations = [plan.allocations(providers) for _anchor, providers in chosen]
+    used = set().union(*allocations)
+    mapped = {p for _anchor, providers in chosen for p in providers}
+    roots = {universe.root[p] for p in used} if request.nested else ()
+    members = sql.tree_members(conn, roots, mapped)
+    uuid = {row[0]: row[1] for row in members}
+    class_name = {ident: name for name, ident in names.classes.items()}
+    candidates = [
+        Candidate(
+            allocations={uuid[p]: {class_name[rc]: amount
+                                   for rc, amount in amounts.items()}
+                         for p, amounts in allocation.items()},
+            mappings={suffix: [uuid[p] for p in providers]
+                      for suffix, providers in plan.mappings(chosen).items()})
+        for allocation, (_anchor, chosen) in zip(allocations, chosen)]
+    if request.nested:
+        summarised = [row for row in members if row[3] in roots]
+    else:
+        summarised = [row for row in members if row[0] in used]
+    return Result(candidates, _summaries(
+        conn, request, universe, summarised, uuid, class_name))
+
+
+def _summaries(conn, request, universe, members, uuid, class_name):
+    """Summaries of ``members``: the requested inventories are known
+    already; the others are read when the version shows them.
+    """
+    ids = [row[0] for row in members]
+    resources = collections.defaultdict(dict)
+    for provider in ids:
+        for rc, name in class_name.items():
+            inv = universe.inventory.get((provider, rc))
+            if inv is not None:
+                resources[provider][name] = (engine.capacity(inv), inv.used)
+    if request.every_class:
+        for provider, name, total, reserved, ratio, used in (
+                sql.provider_inventories(conn, ids, class_name)):
+            resources[provider][name] = (
+                int((total - reserved) * ratio), int(used))
+    traits = collections.defaultdict(list)
+    for provider, name in sql.provider_traits(conn, ids):
+        traits[provider].append(name)
+    return {
+        uuid[provider]: Summary(
+            resources=resources[provider], traits=traits[provider],
+            parent_uuid=uuid.get(parent), root_uuid=uuid.get(root))
+        for provider, _uuid, parent, root in members}

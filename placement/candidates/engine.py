@@ -1,0 +1,428 @@
+"""In-memory generation of allocation candidates.
+
+Every candidate is anchored at a root provider: it may use providers of
+that root's tree and sharing providers associated with the tree through an
+aggregate. For each anchor the engine lists what every group could use
+there (its *options*), then walks the product of those options depth
+first, pruning a branch as soon as it over-consumes a provider, breaks
+group isolation, misses traits or leaves a same_subtree set without a
+common ancestor. Candidates are produced lazily, so callers that need only
+a few stop the work early.
+
+A candidate is a tuple holding one provider per *slot*: a suffixed group
+is one slot (one provider supplies all of its resources); the unsuffixed
+group has one slot per resource class.
+"""
+import collections
+import dataclasses
+import itertools
+
+
+_NONE = frozenset()
+
+
+@dataclasses.dataclass
+class Need:
+    """A request group with names resolved to ids.
+
+    ``member_of`` holds any-of sets of aggregate ids; an empty set stands
+    for aggregates that do not exist, which nothing can be a member of.
+    ``lost`` is set when in_tree names an unknown provider.
+    """
+    suffix: str
+    resources: tuple = ()
+    required: tuple = ()
+    forbidden: frozenset = frozenset()
+    member_of: tuple = ()
+    forbidden_aggs: frozenset = frozenset()
+    tree: int = None
+    lost: bool = False
+
+    @property
+    def single_provider(self):
+        return bool(self.suffix)
+
+
+class Universe:
+    """What the database said about the providers that can matter.
+
+    ``traits`` and ``aggregates`` only hold the requested ones (and the
+    sharing trait), which is all the reasoning needs.
+    """
+
+    def __init__(self):
+        self.root = {}
+        self.inventory = {}
+        self.by_class = collections.defaultdict(list)
+        self.traits = collections.defaultdict(set)
+        self.trait_holders = collections.defaultdict(set)
+        self.aggregates = collections.defaultdict(set)
+        self.sharing = set()
+        self.share_anchors = collections.defaultdict(set)
+        self.parent = {}
+        self._ancestry = {}
+        self._room = {}
+
+    def add_inventory(self, inv):
+        self.root[inv.provider] = inv.root
+        self.inventory[(inv.provider, inv.rc)] = inv
+        self.by_class[inv.rc].append(inv)
+
+    def add_trait(self, provider, trait, root):
+        self.root[provider] = root
+        self.traits[provider].add(trait)
+        self.trait_holders[trait].add(provider)
+
+    def add_aggregate(self, provider, aggregate, root):
+        self.root[provider] = root
+        self.aggregates[provider].add(aggregate)
+
+    @staticmethod
+    def fits(inv, amount):
+        """Whether one request of ``amount`` fits, with upstream's SQL
+        arithmetic (the database's view of the ratio).
+        """
+        return (inv.used + amount
+                <= (inv.total - inv.reserved) * inv.sql_ratio
+                and inv.min_unit <= amount <= inv.max_unit
+                and inv.step_size > 0 and amount % inv.step_size == 0)
+
+    def room(self, provider, rc):
+        """Most that all groups together may take from one inventory."""
+        key = (provider, rc)
+        room = self._room.get(key)
+        if room is None:
+            inv = self.inventory[key]
+            room = self._room[key] = min(
+                capacity(inv) - inv.used, inv.max_unit)
+        return room
+
+    def ancestry(self, provider):
+        """The provider and all its ancestors."""
+        found = self._ancestry.get(provider)
+        if found is None:
+            found = {provider}
+            parent = self.parent.get(provider)
+            while parent is not None:
+                found.add(parent)
+                parent = self.parent.get(parent)
+            self._ancestry[provider] = found
+        return found
+
+
+def capacity(inv):
+    return int((inv.total - inv.reserved) * inv.ratio)
+
+
+def _member(universe, provider, member_of):
+    aggs = universe.aggregates.get(provider, _NONE)
+    return all(any_of & aggs for any_of in member_of)
+
+
+def _has_traits(traits, required):
+    return all(any_of & traits for any_of in required)
+
+
+def single_options(universe, need, anchor_ok):
+    """{anchor: [provider]} for a group one provider must satisfy."""
+    options = collections.defaultdict(list)
+    for provider in sorted(_single_providers(universe, need)):
+        root = universe.root[provider]
+        if anchor_ok(root):
+            options[root].append(provider)
+        if provider in universe.sharing:
+            for anchor in sorted(universe.share_anchors[provider]):
+                if anchor != root and anchor_ok(anchor):
+                    options[anchor].append(provider)
+    return options
+
+
+def _single_providers(universe, need):
+    if need.lost:
+        return set()
+    if need.resources:
+        found = None
+        for rc, amount in need.resources:
+            fit = {inv.provider for inv in universe.by_class.get(rc, ())
+                   if (need.tree is None or inv.root == need.tree)
+                   and universe.fits(inv, amount)}
+            found = fit if found is None else found & fit
+    elif need.required:
+        # A resourceless group only pins a provider by traits (in_tree
+        # does not apply to it, as upstream).
+        found = set()
+        for trait in need.required[0]:
+            found |= universe.trait_holders.get(trait, set())
+    elif need.member_of:
+        found = {p for p, aggs in universe.aggregates.items()
+                 if aggs & need.member_of[0]}
+    else:
+        return set()
+    return {p for p in found
+            if _has_traits(universe.traits.get(p, _NONE), need.required)
+            and not universe.traits.get(p, _NONE) & need.forbidden
+            and _member(universe, p, need.member_of)
+            and not universe.aggregates.get(p, _NONE) & need.forbidden_aggs}
+
+
+def spread_options(universe, need, anchor_ok):
+    """{rc: {anchor: [provider]}} for the unsuffixed group, where each
+    class may come from any provider of the anchor's tree or from a
+    sharing provider; aggregate filters pass when either the provider or
+    the anchor qualifies.
+    """
+    if need.lost:
+        return {}
+    by_class = {}
+    for rc, amount in need.resources:
+        options = collections.defaultdict(dict)
+        for inv in universe.by_class.get(rc, ()):
+            if need.tree is not None and inv.root != need.tree:
+                continue
+            if not universe.fits(inv, amount):
+                continue
+            provider = inv.provider
+            if universe.traits.get(provider, _NONE) & need.forbidden:
+                continue
+            if _excluded(universe, need, provider):
+                continue
+            member = not need.member_of or _member(
+                universe, provider, need.member_of)
+            for anchor in _spread_anchors(universe, need, inv, member):
+                if not anchor_ok(anchor) or _excluded(universe, need, anchor):
+                    continue
+                if member or _member(universe, anchor, need.member_of):
+                    options[anchor][provider] = None
+        by_class[rc] = {anchor: sorted(providers)
+                        for anchor, providers in options.items()}
+    return by_class
+
+
+def _excluded(universe, need, provider):
+    return bool(universe.aggregates.get(provider, _NONE)
+                & need.forbidden_aggs)
+
+
+def _spread_anchors(universe, need, inv, member):
+    """The provider's own root, and the trees it shares with when it is
+    a sharing provider in the requested aggregates (not with in_tree).
+    """
+    yield inv.root
+    if need.tree is None and member and inv.provider in universe.sharing:
+        yield from sorted(universe.share_anchors[inv.provider])
+
+
+Slot = collections.namedtuple('Slot', 'group rc')
+
+
+class Plan:
+    """The slots of a request and, per anchor, the options of each slot.
+
+    ``needs`` are the resolved groups in request order; ``isolate``,
+    ``same_subtrees`` (sets of suffixes) and ``nested`` (whether a
+    candidate may use several providers of one tree) come from the
+    request.
+    """
+
+    def __init__(self, universe, needs, anchor_ok, isolate=False,
+                 same_subtrees=(), nested=True):
+        self.universe = universe
+        self.needs = needs
+        self.isolate = isolate
+        self.same_subtrees = same_subtrees
+        self.nested = nested
+        self.slots = []
+        self.options = []
+        for index, need in enumerate(needs):
+            if need.single_provider:
+                self.slots.append(Slot(index, None))
+                self.options.append(single_options(
+                    universe, need, anchor_ok))
+            else:
+                by_class = spread_options(universe, need, anchor_ok)
+                for rc, _amount in need.resources:
+                    self.slots.append(Slot(index, rc))
+                    self.options.append(by_class.get(rc, {}))
+        self.anchors = self._common_anchors(range(len(self.slots)))
+
+    def _common_anchors(self, levels):
+        sets = [set(self.options[level]) for level in levels]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    def group_has_options(self, index):
+        """Whether group ``index`` alone finds something somewhere (its
+        traits included), ignoring the other groups.
+        """
+        levels = [level for level, slot in enumerate(self.slots)
+                  if slot.group == index]
+        walk = _Walk(self, levels, combined=False)
+        return any(next(walk.walk(anchor), None) is not None
+                   for anchor in self._common_anchors(levels))
+
+    def candidates(self, breadth_first=False):
+        """Every candidate as (anchor, providers per slot), lazily; a
+        candidate reachable from several anchors (only possible with
+        sharing providers alone) comes once.
+        """
+        walk = _Walk(self, range(len(self.slots)))
+        walks = (walk.walk(anchor) for anchor in self.anchors)
+        if breadth_first:
+            stream = _round_robin(walks)
+        else:
+            stream = itertools.chain.from_iterable(walks)
+        seen = set()
+        sharing = self.universe.sharing
+        for anchor, chosen in stream:
+            if all(p in sharing for p in chosen):
+                if chosen in seen:
+                    continue
+                seen.add(chosen)
+            yield anchor, chosen
+
+    def amounts(self, slot):
+        """(rc, amount) that the provider chosen for ``slot`` gives."""
+        resources = self.needs[slot.group].resources
+        if slot.rc is None:
+            return resources
+        return [(rc, amount) for rc, amount in resources if rc == slot.rc]
+
+    def allocations(self, chosen):
+        """{provider: {rc: amount}} of a candidate, in slot order."""
+        result = {}
+        for slot, provider in zip(self.slots, chosen):
+            for rc, amount in self.amounts(slot):
+                mine = result.setdefault(provider, {})
+                mine[rc] = mine.get(rc, 0) + amount
+        return result
+
+    def mappings(self, chosen):
+        """{suffix: [provider]}: which providers satisfy which group."""
+        result = {}
+        for slot, provider in zip(self.slots, chosen):
+            providers = result.setdefault(self.needs[slot.group].suffix, [])
+            if provider not in providers:
+                providers.append(provider)
+        return result
+
+
+class _Walk:
+    """Depth-first walk over one anchor's options for the slots at
+    ``levels``.
+
+    ``combined`` walks check what only matters once groups are put
+    together: capacity summed over groups, isolation, same_subtree and,
+    before 1.29, one provider per tree. Without it a walk only checks the
+    unsuffixed group's traits, which is how upstream vets a single group.
+    """
+
+    def __init__(self, plan, levels, combined=True):
+        self.plan = plan
+        self.levels = list(levels)
+        self.combined = combined
+        slots = [plan.slots[level] for level in self.levels]
+        needs = plan.needs
+        self.consumes = [list(plan.amounts(slot)) if combined else []
+                         for slot in slots]
+        self.isolated = [combined and plan.isolate
+                         and needs[slot.group].single_provider
+                         for slot in slots]
+        spread = [position for position, slot in enumerate(slots)
+                  if not needs[slot.group].single_provider]
+        self.spread = spread
+        self.spread_required = (needs[slots[spread[0]].group].required
+                                if spread else ())
+        self.checks = collections.defaultdict(list)
+        if spread and self.spread_required:
+            self.checks[spread[-1]].append(self._spread_traits)
+        if combined:
+            position_of = {needs[slot.group].suffix: position
+                           for position, slot in enumerate(slots)
+                           if needs[slot.group].single_provider}
+            for suffixes in plan.same_subtrees:
+                positions = sorted(position_of[s] for s in suffixes)
+                self.checks[positions[-1]].append(
+                    self._subtree_check(positions))
+
+    def _spread_traits(self, chosen):
+        traits = set()
+        for position in self.spread:
+            traits |= self.plan.universe.traits.get(chosen[position], _NONE)
+        return _has_traits(traits, self.spread_required)
+
+    def _subtree_check(self, positions):
+        def check(chosen):
+            return _same_subtree(
+                self.plan.universe, {chosen[p] for p in positions})
+        return check
+
+    def walk(self, anchor):
+        """Yield (anchor, chosen) for every viable combination; nothing
+        is prepared before the first one is asked for.
+        """
+        plan = self.plan
+        room = plan.universe.room
+        options = [plan.options[level][anchor] for level in self.levels]
+        consumes = self.consumes
+        isolated = self.isolated
+        checks = self.checks
+        depth = len(options)
+        consumed = collections.defaultdict(int)
+        taken = set()
+        chosen = [None] * depth
+        last_check = self.combined and not plan.nested
+
+        def fits(position, provider):
+            for rc, amount in consumes[position]:
+                if consumed[(provider, rc)] + amount > room(provider, rc):
+                    return False
+            return not (isolated[position] and provider in taken)
+
+        def extend(position):
+            if position == depth:
+                if not last_check or self._one_per_tree(chosen):
+                    yield anchor, tuple(chosen)
+                return
+            for provider in options[position]:
+                if not fits(position, provider):
+                    continue
+                chosen[position] = provider
+                if not all(check(chosen) for check in checks[position]):
+                    continue
+                for rc, amount in consumes[position]:
+                    consumed[(provider, rc)] += amount
+                if isolated[position]:
+                    taken.add(provider)
+                yield from extend(position + 1)
+                for rc, amount in consumes[position]:
+                    consumed[(provider, rc)] -= amount
+                if isolated[position]:
+                    taken.discard(provider)
+
+        yield from extend(0)
+
+    def _one_per_tree(self, chosen):
+        """Before nested providers (1.29) a candidate could not combine
+        providers of one tree.
+        """
+        providers = set(self.plan.allocations(chosen))
+        roots = {self.plan.universe.root[p] for p in providers}
+        return len(roots) == len(providers)
+
+
+def _same_subtree(universe, providers):
+    """Whether one of ``providers`` is an ancestor of (or is) them all."""
+    if len(providers) == 1:
+        return True
+    common = set.intersection(*(universe.ancestry(p) for p in providers))
+    return bool(common & providers)
+
+
+def _round_robin(iterators):
+    """One item from each iterator in turn until all are exhausted."""
+    active = collections.deque(iterators)
+    while active:
+        iterator = active.popleft()
+        for item in iterator:
+            yield item
+            active.append(iterator)
+            break

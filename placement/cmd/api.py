@@ -1,0 +1,64 @@
+"""``placement-api``: serve the API from a single process, for development.
+
+    placement-api [--host 127.0.0.1] [--port 8778] [-- --config-file FILE]
+
+Options after ``--`` go to the configuration parser, so ``--config-file``
+and ``--config-dir`` work as for the other commands; without them the
+configuration comes from ``$OS_PLACEMENT_CONFIG_DIR`` or oslo.config's
+standard locations, as for ``placement.wsgi.api``. Use a real WSGI server
+(e.g. gunicorn with ``placement.wsgi.api:application``) in production.
+"""
+import argparse
+import sys
+
+from werkzeug import serving
+
+from placement import conf as placement_conf
+from placement import service
+
+DEFAULT_HOST = '127.0.0.1'
+DEFAULT_PORT = 8778
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(
+        prog='placement-api',
+        description='Serve the placement API with a development server.',
+        usage='%(prog)s [-h] [--host IP] [--port PORT] '
+              '[-- --config-file FILE ...]')
+    parser.add_argument('--host', '-b', default=DEFAULT_HOST,
+                        help='address to listen on (default: %(default)s)')
+    parser.add_argument('--port', '-p', type=int, default=DEFAULT_PORT,
+                        help='TCP port to listen on (default: %(default)s)')
+    parser.add_argument('config_args', nargs=argparse.REMAINDER,
+                        help='after "--": configuration options such as '
+                             '--config-file')
+    args = parser.parse_args(argv)
+    if args.config_args and args.config_args[0] == '--':
+        args.config_args = args.config_args[1:]
+    elif args.config_args:
+        parser.error('unrecognized arguments: %s'
+                     % ' '.join(args.config_args))
+    return args
+
+
+def main(argv=None):
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    conf = placement_conf.load_config(argv=args.config_args)
+    application = service.build_application(conf)
+    server = serving.make_server(args.host, args.port, application,
+                                 threaded=True)
+    print('placement-api (development server, not for production) '
+          'listening on http://%s:%d/' % (args.host, server.server_port),
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Aggregates a resource provider belongs to.
+
+Aggregates have no API of their own: a row in placement_aggregates exists
+for every uuid some provider was ever associated with.
+"""
+import uuid as uuid_lib
+
+import sqlalchemy as sa
+
+from placement.db import resource_provider as rp_db
+from placement.db import tables
+
+_AGG = tables.placement_aggregates
+_RPA = tables.resource_provider_aggregates
+
+
+def of_provider(conn, provider_id):
+    """The provider's aggregates (uuid and timestamps of the link), oldest
+    aggregate first.
+    """
+    rows = conn.execute(
+        sa.select(_AGG.c.uuid, _RPA.c.created_at, _RPA.c.updated_at)
+        .select_from(_RPA.join(_AGG, _RPA.c.aggregate_id == _AGG.c.id))
+        .where(_RPA.c.resource_provider_id == provider_id)
+        .order_by(_AGG.c.id)).mappings()
+    return [dict(row) for row in rows]
+
+
+def replace(conn, provider, uuids, expected_generation=None):
+    """Make ``uuids`` the provider's whole set of aggregates.
+
+    With ``expected_generation`` (microversion 1.19+) the provider's
+    generation is checked and bumped, even when nothing changes; without
+    it the generation is left alone. Returns ``(generation, uuids)``:
+    the generation afterwards and the uuids as stored. Raises
+    ConcurrentUpdate.
+    """
+    uuids = [_storable(uuid) for uuid in uuids]
+    generation = provider['generation']
+    if expected_generation is not None:
+        generation = rp_db.increment_generation(
+            conn, provider['id'], expected_generation)
+    wanted = _ensure_aggregates(conn, uuids)
+    current = rp_db.linked_ids(conn, _RPA, _RPA.c.aggregate_id,
+                               provider['id'])
+    rp_db.relink(conn, _RPA, _RPA.c.aggregate_id, provider['id'], current,
+                 wanted)
+    return generation, uuids
+
+
+def _storable(uuid):
+    """The uuid as given, or in canonical form if that spelling ("{...}",
+    "urn:uuid:...") would not fit the column.
+    """
+    if len(uuid) <= _AGG.c.uuid.type.length:
+        return uuid
+    return str(uuid_lib.UUID(uuid))
+
+
+def _ensure_aggregates(conn, uuids):
+    """Ids of the aggregates with these uuids, creating missing ones in the
+    order given (which is the order GET lists them in).
+    """
+    if not uuids:
+        return set()
+    known = _ids(conn, uuids)
+    for uuid in [uuid for uuid in uuids if uuid not in known]:
+        try:
+            with conn.begin_nested():
+                conn.execute(_AGG.insert().values(uuid=uuid))
+        except sa.exc.IntegrityError:
+            # Created by a concurrent request since we looked.
+            pass
+    return set(_ids(conn, uuids).values())
+
+
+def _ids(conn, uuids):
+    return dict(conn.execute(
+        sa.select(_AGG.c.uuid, _AGG.c.id)
+        .where(_AGG.c.uuid.in_(sorted(uuids)))).all())

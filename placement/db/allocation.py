@@ -1,0 +1,383 @@
+"""Allocations: the amounts of providers' inventories consumers hold.
+
+Writing them keeps Placement's core promise: however many processes
+write at once, no request that increases the usage of a provider's
+resource class beyond its capacity commits. ``write`` bumps the
+generation of every provider it allocates from (a conditional UPDATE that
+holds the provider row until commit) BEFORE it reads usage, so any other
+writer of those providers either committed before the read, and is
+counted, or waits for this transaction and then finds the generation
+changed and starts over. On SQLite, whose writers take turns, the write
+lock is claimed first thing instead.
+
+A request names, per consumer, its complete new set of allocations: they
+replace whatever the consumer held. Failures raise (and so roll back the
+caller's transaction) in upstream's order of checks:
+
+- consumer.GenerationConflict: the client's consumer generation is stale;
+- UnknownProvider: an allocation names a provider that does not exist;
+- exception.NotFound: an unknown resource class;
+- exception.Invalid: a class the provider has no inventory of, an amount
+  breaking min_unit/max_unit/step_size, or capacity exceeded;
+- exception.ConcurrentUpdate: a provider or consumer changed under us (the
+  caller retries the whole transaction).
+"""
+import collections
+import dataclasses
+
+import sqlalchemy as sa
+
+from placement.db import consumer as consumer_db
+from placement.db import engine as db_engine
+from placement.db import inventory as inventory_db
+from placement.db import resource_class as rc_db
+from placement.db import resource_provider as rp_db
+from placement.db import tables
+from placement import exception
+
+_ALLOC = tables.allocations
+_RP = tables.resource_providers
+_RC = tables.resource_classes
+_INV = tables.inventories
+_CONSUMER = tables.consumers
+_PROJECT = tables.projects
+_USER = tables.users
+_TYPE = tables.consumer_types
+
+# The consumer generation a request leaves unchecked (before 1.28).
+UNCHECKED = object()
+
+_INVALID_INVENTORY = "Inventory for '%s' on resource provider '%s' invalid."
+_UNABLE = ("Unable to create allocation for '%s' on resource provider "
+           "'%s'. The requested amount would %s.")
+
+
+class UnknownProvider(exception.NotFound):
+    """An allocation names a provider that does not exist."""
+
+    def __init__(self, uuid):
+        super().__init__("Allocation for resource provider '%s' that does "
+                         "not exist." % uuid)
+
+
+@dataclasses.dataclass
+class ConsumerRequest:
+    """The complete set of allocations one consumer asks for.
+
+    ``resources`` is {provider uuid: {class name: amount}} in the order the
+    request gave them (an empty dict removes the consumer's allocations).
+    ``consumer_type`` None keeps the type a consumer has (none if new);
+    ``generation`` is the one the client expects (None: a new consumer).
+    """
+    uuid: str
+    resources: dict
+    project: str
+    user: str
+    consumer_type: str = None
+    generation: object = UNCHECKED
+
+
+@dataclasses.dataclass
+class Plan:
+    """Requests whose consumers and providers have been checked."""
+    requests: list
+    consumers: dict  # uuid: existing consumer (see consumer.get_many)
+    providers: dict  # uuid: {'id', 'uuid', 'generation'}
+
+
+def for_consumer(conn, consumer_uuid):
+    """(allocations, consumer) of GET /allocations/{uuid}.
+
+    Allocations are dicts (provider_uuid, provider_generation,
+    resource_class, used, timestamps) in creation order; the consumer
+    (project_id, user_id, consumer_generation, consumer_type) is None
+    without allocations.
+    """
+    rows = [dict(r) for r in conn.execute(
+        sa.select(_RP.c.uuid.label('provider_uuid'),
+                  _RP.c.generation.label('provider_generation'),
+                  _RC.c.name.label('resource_class'), _ALLOC.c.used,
+                  _ALLOC.c.created_at, _ALLOC.c.updated_at)
+        .select_from(
+            _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
+            .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
+        .where(_ALLOC.c.consumer_id == consumer_uuid)
+        .order_by(_ALLOC.c.id)).mappings()]
+    if not rows:
+        return rows, None
+    consumer = conn.execute(
+        sa.select(_PROJECT.c.external_id.label('project_id'),
+                  _USER.c.external_id.label('user_id'),
+                  _CONSUMER.c.generation.label('consumer_generation'),
+                  sa.func.coalesce(_TYPE.c.name, consumer_db.UNKNOWN_TYPE)
+                  .label('consumer_type'))
+        .select_from(
+            _CONSUMER
+            .join(_PROJECT, _CONSUMER.c.project_id == _PROJECT.c.id)
+            .join(_USER, _CONSUMER.c.user_id == _USER.c.id)
+            .outerjoin(_TYPE, _CONSUMER.c.consumer_type_id == _TYPE.c.id))
+        .where(_CONSUMER.c.uuid == consumer_uuid)).mappings().first()
+    return rows, None if consumer is None else dict(consumer)
+
+
+def for_provider(conn, provider_id):
+    """Allocations against a provider: dicts (consumer_uuid,
+    consumer_generation, resource_class, used, timestamps) in creation
+    order.
+    """
+    return [dict(r) for r in conn.execute(
+        sa.select(_ALLOC.c.consumer_id.label('consumer_uuid'),
+                  _CONSUMER.c.generation.label('consumer_generation'),
+                  _RC.c.name.label('resource_class'), _ALLOC.c.used,
+                  _ALLOC.c.created_at, _ALLOC.c.updated_at)
+        .select_from(
+            _ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id)
+            .outerjoin(_CONSUMER, _ALLOC.c.consumer_id == _CONSUMER.c.uuid))
+        .where(_ALLOC.c.resource_provider_id == provider_id)
+        .order_by(_ALLOC.c.id)).mappings()]
+
+
+def delete_for_consumer(conn, consumer_uuid):
+    """Remove a consumer and its allocations; NotFound if it has none.
+
+    The consumer row goes first: its lock makes a concurrent rewrite of
+    this consumer finish before we look for allocations to delete (or
+    fail on the vanished row), so no allocation outlives its consumer.
+    Provider generations stay as they are, as upstream leaves them:
+    freeing capacity cannot break anyone's capacity check.
+    """
+    consumer_db.delete(conn, [consumer_uuid])
+    deleted = conn.execute(
+        _ALLOC.delete().where(_ALLOC.c.consumer_id == consumer_uuid))
+    if not deleted.rowcount:
+        raise exception.NotFound(
+            "No allocations for consumer '%s'" % consumer_uuid)
+
+
+def write(conn, requests):
+    """Replace the allocations of the requests' consumers, all or none."""
+    db_engine.claim_write_lock(conn)
+    apply(conn, plan(conn, requests))
+
+
+def plan(conn, requests):
+    """Check consumer generations and providers consumer by consumer, as
+    upstream does (GenerationConflict, UnknownProvider).
+    """
+    consumers = consumer_db.get_many(conn, [r.uuid for r in requests])
+    providers = _providers(
+        conn, {uuid for r in requests for uuid in r.resources})
+    for request in requests:
+        if request.generation is not UNCHECKED:
+            consumer_db.check_generation(
+                consumers.get(request.uuid), request.generation)
+        for provider_uuid in request.resources:
+            if provider_uuid not in providers:
+                raise UnknownProvider(provider_uuid)
+    return Plan(requests, consumers, providers)
+
+
+def apply(conn, plan, generations=None):
+    """Write a plan's allocations in the caller's transaction; return the
+    new generations of the providers allocated from ({id: generation}).
+
+    ``generations`` ({provider id: generation}) overrides what the plan
+    read, for a caller that bumped some providers since (the reshaper).
+    """
+    requests = plan.requests
+    class_ids = rc_db.ids_by_name(conn, [
+        name for r in requests for resources in r.resources.values()
+        for name in resources])
+    held = _held(conn, [r.uuid for r in requests])
+    _save_consumers(conn, plan, held)
+
+    wanted = _wanted(plan, class_ids, held)
+    if not wanted:
+        return {}
+    touched = {item.provider['id']: item.provider for item in wanted}
+    known = {p['id']: p['generation'] for p in touched.values()}
+    known.update(generations or {})
+    # In id order, so that concurrent writers lock providers in the same
+    # order.
+    bumped = {
+        provider_id: rp_db.increment_generation(
+            conn, provider_id, known[provider_id])
+        for provider_id in sorted(touched)}
+
+    # The touched providers are ours until commit: usage read from here
+    # on cannot grow behind our back.
+    uuids = [r.uuid for r in requests]
+    conn.execute(_ALLOC.delete().where(_ALLOC.c.consumer_id.in_(uuids)))
+    _check_capacity(conn, wanted, held)
+    rows = [{'consumer_id': item.consumer, 'resource_provider_id':
+             item.provider['id'], 'resource_class_id': item.class_id,
+             'used': item.amount} for item in wanted if item.amount]
+    if rows:
+        conn.execute(_ALLOC.insert(), rows)
+    # A consumer whose allocations are all gone goes with them.
+    consumer_db.delete(conn, [r.uuid for r in requests
+                              if not r.resources and r.uuid in held])
+    return bumped
+
+
+@dataclasses.dataclass
+class _Item:
+    """One allocation a request asks for (amount 0: one it removes)."""
+    consumer: str
+    provider: dict
+    class_id: int
+    class_name: str
+    amount: int
+
+
+def _providers(conn, uuids):
+    if not uuids:
+        return {}
+    return {row['uuid']: dict(row) for row in conn.execute(
+        sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
+        .where(_RP.c.uuid.in_(uuids))).mappings()}
+
+
+def _held(conn, consumer_uuids):
+    """{consumer uuid: [its allocations]} with provider and class."""
+    held = collections.defaultdict(list)
+    for row in conn.execute(
+            sa.select(_ALLOC.c.consumer_id, _ALLOC.c.resource_class_id,
+                      _ALLOC.c.used, _RC.c.name.label('class_name'),
+                      _RP.c.id, _RP.c.uuid, _RP.c.generation)
+            .select_from(
+                _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
+                .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
+            .where(_ALLOC.c.consumer_id.in_(consumer_uuids))
+            .order_by(_ALLOC.c.id)).mappings():
+        held[row['consumer_id']].append(dict(row))
+    return held
+
+
+def _save_consumers(conn, plan, held):
+    """Create or update the consumer rows: owners and generations.
+
+    In uuid order, so that concurrent writers lock consumers in the same
+    order. A new consumer asking for nothing is still created (with
+    generation 0), as upstream does.
+    """
+    owners = {}
+    for request in sorted(plan.requests, key=lambda r: r.uuid):
+        key = (request.project, request.user, request.consumer_type)
+        if key not in owners:
+            owners[key] = (
+                consumer_db.ensure_project(conn, request.project),
+                consumer_db.ensure_user(conn, request.user),
+                None if request.consumer_type is None else
+                consumer_db.ensure_type(conn, request.consumer_type))
+        project_id, user_id, type_id = owners[key]
+        consumer = plan.consumers.get(request.uuid)
+        if consumer is None:
+            consumer_db.create(conn, request.uuid, project_id, user_id,
+                               type_id, 1 if request.resources else 0)
+            continue
+        if type_id is None:
+            type_id = consumer['consumer_type_id']
+        consumer_db.set_owner(conn, consumer, project_id, user_id, type_id)
+        if request.resources or request.uuid in held:
+            consumer_db.increment_generation(conn, consumer)
+
+
+def _wanted(plan, class_ids, held):
+    """The allocations to check and write, in upstream's order: each
+    consumer's, provider by provider; a consumer asking for nothing
+    contributes its current allocations with amount 0.
+    """
+    wanted = []
+    for request in plan.requests:
+        if not request.resources:
+            wanted.extend(
+                _Item(request.uuid, row, row['resource_class_id'],
+                      row['class_name'], 0)
+                for row in held.get(request.uuid, ()))
+            continue
+        for provider_uuid, resources in request.resources.items():
+            provider = plan.providers[provider_uuid]
+            wanted.extend(
+                _Item(request.uuid, provider, class_ids[name], name, amount)
+                for name, amount in resources.items())
+    return wanted
+
+
+def _check_capacity(conn, wanted, held):
+    """Raise Invalid unless every wanted allocation fits its inventory.
+
+    Run after the requests' consumers' old allocations are deleted, so a
+    consumer's own old amounts are free for its new ones. As upstream, an
+    amount that does not increase the usage of its (provider, class)
+    beyond what it was before the request is accepted even when the
+    inventory shrank below that usage.
+    """
+    provider_ids = {item.provider['id'] for item in wanted}
+    # A set of ids, as upstream, fixes the order of the names in the
+    # message below.
+    class_ids = set()
+    names = {}
+    for item in wanted:
+        class_ids.add(item.class_id)
+        names[item.class_id] = item.class_name
+    inventories = _inventories(conn, provider_ids, class_ids)
+    used = _usage(conn, provider_ids, class_ids)
+    freed = collections.Counter()
+    for rows in held.values():
+        for row in rows:
+            freed[row['id'], row['resource_class_id']] += row['used']
+
+    stocked = {provider_id for provider_id, _ in inventories}
+    missing = list(dict.fromkeys(
+        item.provider['uuid'] for item in wanted
+        if item.provider['id'] not in stocked))
+    if missing:
+        raise exception.Invalid(_INVALID_INVENTORY % (
+            ', '.join(names[i] for i in class_ids), ', '.join(missing)))
+
+    asked = collections.Counter()
+    for item in wanted:
+        if not item.amount:
+            continue
+        key = (item.provider['id'], item.class_id)
+        inventory = inventories.get(key)
+        if inventory is None:
+            raise exception.Invalid(_INVALID_INVENTORY % (
+                item.class_name, item.provider['uuid']))
+        if (item.amount < inventory['min_unit']
+                or item.amount > inventory['max_unit']
+                or item.amount % inventory['step_size']):
+            raise exception.Invalid(_UNABLE % (
+                item.class_name, item.provider['uuid'],
+                'violate inventory constraints'))
+        asked[key] += item.amount
+        usage = used[key] + asked[key]
+        if (usage > inventory_db.capacity(inventory)
+                and usage > used[key] + freed[key]):
+            raise exception.Invalid(_UNABLE % (
+                item.class_name, item.provider['uuid'],
+                'exceed the capacity'))
+
+
+def _inventories(conn, provider_ids, class_ids):
+    return {(row['resource_provider_id'], row['resource_class_id']):
+            dict(row) for row in conn.execute(
+                sa.select(_INV.c.resource_provider_id,
+                          _INV.c.resource_class_id,
+                          *(_INV.c[f] for f in inventory_db.FIELDS))
+                .where(_INV.c.resource_provider_id.in_(provider_ids))
+                .where(_INV.c.resource_class_id.in_(class_ids)))
+            .mappings()}
+
+
+def _usage(conn, provider_ids, class_ids):
+    return collections.Counter({
+        (provider_id, class_id): int(total) for provider_id, class_id, total
+        in conn.execute(
+            sa.select(_ALLOC.c.resource_provider_id,
+                      _ALLOC.c.resource_class_id, sa.func.sum(_ALLOC.c.used))
+            .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
+            .where(_ALLOC.c.resource_class_id.in_(class_ids))
+            .group_by(_ALLOC.c.resource_provider_id,
+                      _ALLOC.c.resource_class_id))})

@@ -1,0 +1,268 @@
+"""Inventories: how much of each resource class a provider offers.
+
+Every change bumps the provider's generation in the same transaction (a
+conditional UPDATE, see ``resource_provider.increment_generation``), so a
+writer working from a stale view of the provider fails as a whole and
+writes nothing.
+
+An inventory record is a dict with the fields of ``FIELDS``; the functions
+here take records with every field present (see ``with_defaults``).
+"""
+import logging
+
+import sqlalchemy as sa
+
+from placement.db import resource_class as rc_db
+from placement.db import resource_provider as rp_db
+from placement.db import tables
+from placement import exception
+
+LOG = logging.getLogger(__name__)
+
+_INV = tables.inventories
+_ALLOC = tables.allocations
+_RC = tables.resource_classes
+
+MAX_INT = 0x7FFFFFFF
+# Largest single-precision float: MySQL stores allocation_ratio as FLOAT.
+MAX_FLOAT = 3.40282e+38
+
+FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size',
+          'allocation_ratio')
+DEFAULTS = {
+    'reserved': 0,
+    'min_unit': 1,
+    'max_unit': MAX_INT,
+    'step_size': 1,
+    'allocation_ratio': 1.0,
+}
+
+
+class NoSuchInventory(exception.NotFound):
+    """The provider has no inventory of a (known) resource class."""
+
+
+def with_defaults(fields):
+    """The record of ``fields`` (a request body may carry other keys),
+    those left out set to their defaults.
+    """
+    return {field: fields.get(field, DEFAULTS.get(field))
+            for field in FIELDS}
+
+
+def capacity(record):
+    """Usable amount: what is not reserved, scaled by the ratio."""
+    return int((record['total'] - record['reserved'])
+               * record['allocation_ratio'])
+
+
+def check_capacity(provider_uuid, resource_class, record,
+                   reserved_may_equal_total):
+    """Raise Invalid unless the inventory leaves something to allocate.
+
+    Before microversion 1.26 a capacity of zero is refused too, so
+    ``reserved_may_equal_total`` is the request's version being >= 1.26.
+    """
+    usable = capacity(record)
+    if reserved_may_equal_total:
+        if usable >= 0:
+            return
+        problem = 'greater than total'
+    else:
+        if usable > 0:
+            return
+        problem = 'greater than or equal to total'
+    raise exception.Invalid(
+        "Invalid inventory for '%s' on resource provider '%s'. The reserved "
+        "value is %s." % (resource_class, provider_uuid, problem))
+
+
+def get_all(conn, provider_id):
+    """The provider's inventory records (with timestamps) by class name."""
+    rows = conn.execute(
+        sa.select(_RC.c.name, *(_INV.c[f] for f in FIELDS),
+                  _INV.c.created_at, _INV.c.updated_at)
+        .select_from(_INV.join(_RC, _INV.c.resource_class_id == _RC.c.id))
+        .where(_INV.c.resource_provider_id == provider_id)
+        .order_by(_INV.c.resource_class_id)).mappings()
+    return {row['name']: {k: v for k, v in row.items() if k != 'name'}
+            for row in rows}
+
+
+def add(conn, provider, resource_class, record):
+    """Add an inventory of a class the provider has none of yet.
+
+    ``provider`` is a row of ``resource_provider.get_by_uuid``; its
+    generation is the one expected. Returns the new generation.
+    Raises NotFound (unknown class), Duplicate, ConcurrentUpdate.
+    """
+    class_id = _class_ids(conn, [resource_class])[resource_class]
+    if class_id in _current_class_ids(conn, provider['id']):
+        raise exception.Duplicate(_duplicate_message(provider, resource_class))
+    generation = rp_db.increment_generation(
+        conn, provider['id'], provider['generation'])
+    try:
+        conn.execute(_INV.insert(), [_row(provider, class_id, record)])
+    except sa.exc.IntegrityError:
+        # A concurrent request added it since we looked.
+        raise exception.Duplicate(_duplicate_message(provider, resource_class))
+    return generation
+
+
+def update(conn, provider, resource_class, record, expected_generation):
+    """Replace the provider's inventory of one class.
+
+    Shrinking below what is allocated is allowed (and logged), as upstream
+    does. Returns the new generation. Raises NotFound (unknown class),
+    NoSuchInventory, ConcurrentUpdate.
+    """
+    class_id = _class_ids(conn, [resource_class])[resource_class]
+    if class_id not in _current_class_ids(conn, provider['id']):
+        raise NoSuchInventory(
+            'No inventory of class %s found.' % resource_class)
+    generation = rp_db.increment_generation(
+        conn, provider['id'], expected_generation)
+    _update_rows(conn, provider, {class_id: (resource_class, record)})
+    return generation
+
+
+def delete(conn, provider, resource_class):
+    """Remove the provider's inventory of one class if nothing uses it.
+
+    Returns the new generation. Raises NotFound (unknown class),
+    NoSuchInventory, InUse, ConcurrentUpdate.
+    """
+    class_id = _class_ids(conn, [resource_class])[resource_class]
+    if class_id not in _current_class_ids(conn, provider['id']):
+        raise NoSuchInventory(
+            'No inventory of class %s found for delete' % resource_class)
+    _refuse_if_allocated(conn, provider, [class_id])
+    generation = rp_db.increment_generation(
+        conn, provider['id'], provider['generation'])
+    _delete_rows(conn, provider['id'], [class_id])
+    return generation
+
+
+def replace_all(conn, provider, inventories, expected_generation,
+                check_in_use=True):
+    """Make ``inventories`` ({class name: record}) the provider's whole
+    inventory, in the caller's transaction. Returns the new generation.
+
+    Classes left out are removed. With ``check_in_use`` (the default),
+    removing a class that has allocations on the provider raises InUse and
+    nothing is written. A caller that rewrites allocations in the same
+    transaction (POST /reshaper) passes ``check_in_use=False`` and calls
+    ``ensure_allocations_covered(conn, provider)`` once the new allocations
+    are written, so that the check sees what will be committed.
+
+    Capacity below current usage is allowed (and logged), as upstream does.
+    Raises NotFound (unknown class, the first one in ``inventories``'
+    order), InUse, ConcurrentUpdate (``expected_generation`` is stale).
+    """
+    wanted = _class_ids(conn, list(inventories))
+    current = _current_class_ids(conn, provider['id'])
+    removed = sorted(current - set(wanted.values()))
+    if removed and check_in_use:
+        _refuse_if_allocated(conn, provider, removed)
+    generation = rp_db.increment_generation(
+        conn, provider['id'], expected_generation)
+    if removed:
+        _delete_rows(conn, provider['id'], removed)
+    added = [_row(provider, wanted[name], record)
+             for name, record in inventories.items()
+             if wanted[name] not in current]
+    if added:
+        conn.execute(_INV.insert(), added)
+    changed = {wanted[name]: (name, record)
+               for name, record in inventories.items()
+               if wanted[name] in current}
+    if changed:
+        _update_rows(conn, provider, changed)
+    return generation
+
+
+def ensure_allocations_covered(conn, provider):
+    """Raise InUse if the provider has allocations of a class it has no
+    inventory of: the deferred form of ``replace_all``'s in-use check.
+    """
+    allocated = set(conn.execute(
+        sa.select(_ALLOC.c.resource_class_id).distinct()
+        .where(_ALLOC.c.resource_provider_id == provider['id'])).scalars())
+    uncovered = allocated - _current_class_ids(conn, provider['id'])
+    if uncovered:
+        _refuse_if_allocated(conn, provider, sorted(uncovered))
+
+
+def _refuse_if_allocated(conn, provider, class_ids):
+    names = conn.execute(
+        sa.select(_RC.c.name)
+        .select_from(_ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
+        .where(_ALLOC.c.resource_provider_id == provider['id'])
+        .where(_ALLOC.c.resource_class_id.in_(class_ids))
+        .group_by(_RC.c.id, _RC.c.name)
+        .order_by(_RC.c.id)).scalars().all()
+    if names:
+        raise exception.InUse(
+            "Inventory for '%s' on resource provider '%s' in use."
+            % (', '.join(names), provider['uuid']))
+
+
+def _duplicate_message(provider, resource_class):
+    return ("Inventory for '%s' on resource provider '%s' already exists."
+            % (resource_class, provider['uuid']))
+
+
+def _class_ids(conn, names):
+    """Map class names to ids; an unknown one is reported in ``names``'
+    order (upstream looks them up one by one).
+    """
+    try:
+        return rc_db.ids_by_name(conn, names)
+    except exception.NotFound:
+        for name in names:
+            rc_db.ids_by_name(conn, [name])
+        raise
+
+
+def _current_class_ids(conn, provider_id):
+    return set(conn.execute(
+        sa.select(_INV.c.resource_class_id)
+        .where(_INV.c.resource_provider_id == provider_id)).scalars())
+
+
+def _row(provider, class_id, record):
+    return {'resource_provider_id': provider['id'],
+            'resource_class_id': class_id,
+            **{field: record[field] for field in FIELDS}}
+
+
+def _update_rows(conn, provider, changed):
+    """Rewrite the given {class id: (name, record)} inventories."""
+    conn.execute(
+        _INV.update()
+        .where(_INV.c.resource_provider_id == sa.bindparam('rp_id'))
+        .where(_INV.c.resource_class_id == sa.bindparam('rc_id'))
+        .values({field: sa.bindparam('new_' + field) for field in FIELDS}),
+        [{'rp_id': provider['id'], 'rc_id': class_id,
+          **{'new_' + field: record[field] for field in FIELDS}}
+         for class_id, (_name, record) in changed.items()])
+    _warn_over_capacity(conn, provider, changed)
+
+
+def _warn_over_capacity(conn, provider, changed):
+    usages = conn.execute(
+        sa.select(_ALLOC.c.resource_class_id, sa.func.sum(_ALLOC.c.used))
+        .where(_ALLOC.c.resource_provider_id == provider['id'])
+        .where(_ALLOC.c.resource_class_id.in_(list(changed)))
+        .group_by(_ALLOC.c.resource_class_id)).all()
+    for class_id, used in usages:
+        name, record = changed[class_id]
+        if used is not None and used > capacity(record):
+            LOG.warning('Resource provider %s is now over-capacity for %s',
+                        provider['uuid'], name)
+
+
+def _delete_rows(conn, provider_id, class_ids):
+    conn.execute(_INV.delete()
+                 .where(_INV.c.resource_provider_id == provider_id)
+                 .where(_INV.c.resource_class_id.in_(class_ids)))

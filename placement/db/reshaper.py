@@ -1,0 +1,67 @@
+"""Reshaping: new inventories for many providers and new allocations for
+many consumers, in one transaction, e.g. to move VCPU inventory and the
+instances' allocations of it from a compute node to a new child provider.
+
+Inventory of a class cannot go while allocated, and allocations cannot
+land on inventory that does not exist yet, so the inventories change in
+two steps around the allocations: first each provider gets its old and
+new inventories together, then the allocations are replaced, then each
+provider's inventory becomes exactly the new one (refused if something
+is still allocated from a class that goes).
+"""
+from placement.db import allocation as alloc_db
+from placement.db import engine as db_engine
+from placement.db import inventory as inventory_db
+from placement.db import resource_provider as rp_db
+from placement import exception
+
+
+class ProviderNotFound(exception.NotFound):
+    """A provider whose inventories the request replaces does not exist."""
+
+    def __init__(self, uuid, reason):
+        super().__init__('Resource provider %s in inventories not found: %s'
+                         % (uuid, reason))
+
+
+class ProviderGenerationConflict(exception.PlacementError):
+    """The client's view of a provider is stale (not worth a retry)."""
+
+    def __init__(self, uuid, actual, given):
+        super().__init__('resource provider generation conflict for '
+                         'provider %s: actual: %s, given: %s'
+                         % (uuid, actual, given))
+
+
+def reshape(conn, inventories, requests):
+    """Apply ``inventories`` ({provider uuid: (generation the client saw,
+    {class name: complete record})}) and the allocation.ConsumerRequests
+    ``requests``, all or nothing.
+    """
+    db_engine.claim_write_lock(conn)
+    providers = []
+    for uuid, (generation, records) in inventories.items():
+        try:
+            provider = rp_db.get_by_uuid(conn, uuid)
+        except exception.NotFound as exc:
+            raise ProviderNotFound(uuid, exc) from None
+        if provider['generation'] != generation:
+            raise ProviderGenerationConflict(
+                uuid, provider['generation'], generation)
+        providers.append((provider, records))
+    plan = alloc_db.plan(conn, requests)
+
+    generations = {}
+    for provider, records in providers:
+        if records:
+            interim = {name: inventory_db.with_defaults(record)
+                       for name, record in inventory_db.get_all(
+                           conn, provider['id']).items()}
+            interim.update(records)
+            generations[provider['id']] = inventory_db.replace_all(
+                conn, provider, interim, provider['generation'])
+    generations.update(alloc_db.apply(conn, plan, generations))
+    for provider, records in providers:
+        inventory_db.replace_all(
+            conn, provider, records,
+            generations.get(provider['id'], provider['generation']))

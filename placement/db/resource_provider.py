@@ -1,0 +1,337 @@
+"""Resource providers: lookup, listing with filters, create, update (rename,
+re-parent), delete, and the generation guard every write uses.
+"""
+import sqlalchemy as sa
+
+from placement.db import tables
+from placement import exception
+
+_RP = tables.resource_providers
+_INV = tables.inventories
+_ALLOC = tables.allocations
+_RPT = tables.resource_provider_traits
+_RPA = tables.resource_provider_aggregates
+_AGG = tables.placement_aggregates
+
+# Largest value of the Integer columns (generation, amounts) on every
+# backend: a request beyond it can match no row.
+DB_MAX_INT = 0x7FFFFFFF
+
+GENERATION_CONFLICT = (
+    "Resource provider's generation already changed. Please update the "
+    "generation and try again.")
+
+# Client-facing reasons for refusing a create or an update; the API puts
+# "Unable to create/save resource provider ...: " in front.
+_CREATE_FAILED = 'Object action create failed because: '
+_UPDATE_FAILED = 'Object action update failed because: '
+NAME_REQUIRED = _CREATE_FAILED + 'name is required'
+PARENT_IS_SELF = _CREATE_FAILED + (
+    'parent provider UUID cannot be same as UUID. Please set parent '
+    'provider UUID to None if there is no parent.')
+# Upstream says "create" for this one on updates too.
+PARENT_MISSING = _CREATE_FAILED + 'parent provider UUID does not exist.'
+REPARENT_REFUSED = _UPDATE_FAILED + (
+    're-parenting a provider is not currently allowed.')
+UNPARENT_REFUSED = _UPDATE_FAILED + (
+    'un-parenting a provider is not currently allowed.')
+LOOP_REFUSED = _UPDATE_FAILED + (
+    'creating loop in the provider tree is not allowed.')
+
+# ``update``'s parent_uuid default: leave the parent alone.
+KEEP_PARENT = object()
+
+
+class HasAllocations(exception.InUse):
+    """Delete refused: something is allocated against the provider."""
+
+
+class HasChildren(exception.InUse):
+    """Delete refused: the provider is the parent of others."""
+
+
+def _select():
+    """Provider rows with their parent's and root's uuids."""
+    parent = _RP.alias('parent')
+    root = _RP.alias('root')
+    return (
+        sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.generation,
+                  _RP.c.parent_provider_id, _RP.c.root_provider_id,
+                  _RP.c.created_at, _RP.c.updated_at,
+                  parent.c.uuid.label('parent_provider_uuid'),
+                  root.c.uuid.label('root_provider_uuid'))
+        .select_from(
+            _RP.outerjoin(parent, _RP.c.parent_provider_id == parent.c.id)
+            .outerjoin(root, _RP.c.root_provider_id == root.c.id)))
+
+
+def _find(conn, uuid):
+    row = conn.execute(_select().where(_RP.c.uuid == uuid)).mappings().first()
+    return None if row is None else dict(row)
+
+
+def get_by_uuid(conn, uuid):
+    """The provider row (with parent/root uuids) or NotFound."""
+    row = _find(conn, uuid)
+    if row is None:
+        raise exception.NotFound(
+            'No resource provider with uuid %s found' % uuid)
+    return row
+
+
+def increment_generation(conn, provider_id, expected_generation):
+    """Bump the generation iff it is still ``expected_generation``.
+
+    A conditional UPDATE inside the caller's transaction: whichever writer
+    commits first wins, across processes and hosts, and the loser's whole
+    transaction is rolled back by raising ConcurrentUpdate.
+    """
+    if not 0 <= expected_generation < DB_MAX_INT:
+        raise exception.ConcurrentUpdate(GENERATION_CONFLICT)
+    result = conn.execute(
+        _RP.update()
+        .where(_RP.c.id == provider_id)
+        .where(_RP.c.generation == expected_generation)
+        .values(generation=expected_generation + 1))
+    if result.rowcount != 1:
+        raise exception.ConcurrentUpdate(GENERATION_CONFLICT)
+    return expected_generation + 1
+
+
+def linked_ids(conn, table, column, provider_id):
+    """The set of ``column`` values the provider has in link ``table``
+    (resource_provider_traits, resource_provider_aggregates).
+    """
+    return set(conn.execute(
+        sa.select(column).where(table.c.resource_provider_id == provider_id)
+    ).scalars())
+
+
+def relink(conn, table, column, provider_id, current, wanted):
+    """Turn the provider's links from the set ``current`` into ``wanted``."""
+    removed = current - wanted
+    if removed:
+        conn.execute(table.delete()
+                     .where(table.c.resource_provider_id == provider_id)
+                     .where(column.in_(sorted(removed))))
+    added = wanted - current
+    if added:
+        conn.execute(table.insert(), [
+            {'resource_provider_id': provider_id, column.name: linked_id}
+            for linked_id in sorted(added)])
+
+
+def list_all(conn, name=None, uuid=None, in_tree=None, member_of=None,
+             traits=None, resources=None):
+    """Providers (rows as ``get_by_uuid``) matching every filter given.
+
+    ``member_of`` is ``(groups, forbidden)`` of aggregate uuids: the
+    provider is in an aggregate of every group and in none of forbidden.
+    ``traits`` is ``(groups, forbidden)`` of trait ids, read the same way.
+    ``resources`` maps resource class ids to amounts the provider could
+    allocate now: within min_unit/max_unit/step_size and no more than
+    (total - reserved) * allocation_ratio - used.
+    """
+    query = _select()
+    if name is not None:
+        query = query.where(_RP.c.name == name)
+    if uuid is not None:
+        query = query.where(_RP.c.uuid == uuid)
+    if in_tree is not None:
+        tree = _RP.alias('tree')
+        query = query.where(_RP.c.root_provider_id == (
+            sa.select(tree.c.root_provider_id)
+            .where(tree.c.uuid == in_tree).scalar_subquery()))
+    if member_of is not None:
+        query = _filter_groups(query, member_of, _in_aggregates)
+    if traits is not None:
+        query = _filter_groups(query, traits, _with_traits)
+    for class_id, amount in (resources or {}).items():
+        query = query.where(_RP.c.id.in_(_able_to_allocate(class_id, amount)))
+    rows = conn.execute(query.order_by(_RP.c.id)).mappings()
+    return [dict(row) for row in rows]
+
+
+def _filter_groups(query, groups_and_forbidden, members):
+    """Keep providers in some member of each group and in no forbidden."""
+    groups, forbidden = groups_and_forbidden
+    for group in groups:
+        query = query.where(_RP.c.id.in_(members(group)))
+    if forbidden:
+        query = query.where(_RP.c.id.not_in(members(forbidden)))
+    return query
+
+
+def _in_aggregates(aggregate_uuids):
+    return (sa.select(_RPA.c.resource_provider_id)
+            .select_from(_RPA.join(_AGG, _RPA.c.aggregate_id == _AGG.c.id))
+            .where(_AGG.c.uuid.in_(sorted(aggregate_uuids))))
+
+
+def _with_traits(trait_ids):
+    return (sa.select(_RPT.c.resource_provider_id)
+            .where(_RPT.c.trait_id.in_(sorted(trait_ids))))
+
+
+def _able_to_allocate(class_id, amount):
+    if amount > DB_MAX_INT:
+        # Beyond any max_unit; SQLite could not even bind it.
+        return sa.select(_INV.c.resource_provider_id).where(sa.false())
+    used = (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
+            .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id)
+            .where(_ALLOC.c.resource_class_id == class_id)
+            .scalar_subquery())
+    return (sa.select(_INV.c.resource_provider_id)
+            .where(_INV.c.resource_class_id == class_id)
+            .where(_INV.c.min_unit <= amount)
+            .where(_INV.c.max_unit >= amount)
+            .where(sa.literal(amount) % _INV.c.step_size == 0)
+            .where((_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio
+                   - used >= amount))
+
+
+def create(conn, uuid, name, parent_uuid=None):
+    """Insert a provider (a root, or under ``parent_uuid``); return its row.
+
+    ``uuid`` is expected in canonical form. Raises Duplicate (uuid or name
+    taken) or Invalid (no name, unusable parent).
+    """
+    if not name:
+        raise exception.Invalid(NAME_REQUIRED)
+    parent = None
+    if parent_uuid is not None:
+        if parent_uuid == uuid:
+            raise exception.Invalid(PARENT_IS_SELF)
+        parent = _find(conn, parent_uuid)
+        if parent is None:
+            raise exception.Invalid(PARENT_MISSING)
+    _check_unique(conn, uuid, name)
+    try:
+        with conn.begin_nested():
+            provider_id = conn.execute(_RP.insert().values(
+                uuid=uuid, name=name, generation=0,
+                parent_provider_id=parent and parent['id'],
+            )).inserted_primary_key[0]
+    except sa.exc.IntegrityError:
+        # Created by a concurrent request since the check above.
+        _check_unique(conn, uuid, name)
+        raise exception.Duplicate(_DUPLICATE_NAME % name)
+    root_id = parent['root_provider_id'] if parent else provider_id
+    conn.execute(_RP.update().where(_RP.c.id == provider_id)
+                 .values(root_provider_id=root_id))
+    return get_by_uuid(conn, uuid)
+
+
+_DUPLICATE_UUID = 'Conflicting resource provider uuid: %s already exists.'
+_DUPLICATE_NAME = 'Conflicting resource provider name: %s already exists.'
+
+
+def _check_unique(conn, uuid, name):
+    if _find(conn, uuid) is not None:
+        raise exception.Duplicate(_DUPLICATE_UUID % uuid)
+    if _name_taken(conn, name):
+        raise exception.Duplicate(_DUPLICATE_NAME % name)
+
+
+def _name_taken(conn, name, except_id=None):
+    query = sa.select(_RP.c.id).where(_RP.c.name == name)
+    if except_id is not None:
+        query = query.where(_RP.c.id != except_id)
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def update(conn, uuid, name, parent_uuid=KEEP_PARENT, reparent=False):
+    """Rename the provider and, unless ``parent_uuid`` is KEEP_PARENT, set
+    its parent (None: make it a root). Return the updated row.
+
+    Without ``reparent`` (before microversion 1.37) only a root may get a
+    parent. Raises NotFound, Invalid (parent unusable, change refused, a
+    loop) or Duplicate (name taken). The generation is not changed.
+    """
+    row = get_by_uuid(conn, uuid)
+    if (parent_uuid is not KEEP_PARENT
+            and parent_uuid != row['parent_provider_uuid']):
+        _set_parent(conn, row, parent_uuid, reparent)
+    if name != row['name']:
+        duplicate = exception.Duplicate(
+            'Conflicting resource provider %s already exists.' % name)
+        if _name_taken(conn, name, except_id=row['id']):
+            raise duplicate
+        try:
+            with conn.begin_nested():
+                conn.execute(_RP.update().where(_RP.c.id == row['id'])
+                             .values(name=name))
+        except sa.exc.IntegrityError:
+            raise duplicate
+    return get_by_uuid(conn, uuid)
+
+
+def _set_parent(conn, row, parent_uuid, reparent):
+    if parent_uuid is None:
+        if not reparent:
+            raise exception.Invalid(UNPARENT_REFUSED)
+        parent_id, root_id = None, row['id']
+    else:
+        parent = _find(conn, parent_uuid)
+        if parent is None:
+            raise exception.Invalid(PARENT_MISSING)
+        if row['parent_provider_id'] is not None and not reparent:
+            raise exception.Invalid(REPARENT_REFUSED)
+        subtree = _subtree_ids(conn, row)
+        if parent['id'] in subtree:
+            raise exception.Invalid(LOOP_REFUSED)
+        parent_id, root_id = parent['id'], parent['root_provider_id']
+    conn.execute(_RP.update().where(_RP.c.id == row['id'])
+                 .values(parent_provider_id=parent_id))
+    if root_id != row['root_provider_id']:
+        conn.execute(_RP.update()
+                     .where(_RP.c.id.in_(sorted(_subtree_ids(conn, row))))
+                     .values(root_provider_id=root_id))
+
+
+def _subtree_ids(conn, row):
+    """Ids of the provider and all its descendants."""
+    children = {}
+    for provider_id, parent_id in conn.execute(
+            sa.select(_RP.c.id, _RP.c.parent_provider_id)
+            .where(_RP.c.root_provider_id == row['root_provider_id'])):
+        children.setdefault(parent_id, []).append(provider_id)
+    found, pending = set(), [row['id']]
+    while pending:
+        provider_id = pending.pop()
+        found.add(provider_id)
+        pending.extend(children.get(provider_id, ()))
+    return found
+
+
+def delete(conn, uuid):
+    """Delete the provider with its inventories, traits and aggregate
+    links. Raises NotFound, HasChildren or HasAllocations.
+    """
+    row = _find(conn, uuid)
+    if row is None:
+        raise exception.NotFound(
+            'No resource provider with uuid %s found for delete' % uuid)
+    provider_id = row['id']
+    if _exists(conn, _RP, _RP.c.parent_provider_id == provider_id):
+        raise HasChildren(
+            'Unable to delete parent resource provider %s: It has child '
+            'resource providers.' % uuid)
+    if _exists(conn, _ALLOC, _ALLOC.c.resource_provider_id == provider_id):
+        raise HasAllocations(
+            'Unable to delete resource provider %s: Resource provider has '
+            'allocations.' % uuid)
+    for table in (_INV, _RPT, _RPA):
+        conn.execute(table.delete()
+                     .where(table.c.resource_provider_id == provider_id))
+    # MySQL checks a row's foreign key to itself (a root is its own root)
+    # on delete: clear it first.
+    conn.execute(_RP.update().where(_RP.c.id == provider_id)
+                 .values(root_provider_id=None))
+    conn.execute(_RP.delete().where(_RP.c.id == provider_id))
+
+
+def _exists(conn, table, condition):
+    return conn.execute(
+        sa.select(sa.literal(1)).select_from(table).where(condition)
+        .limit(1)).first() is not None

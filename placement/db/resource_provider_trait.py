@@ -1,0 +1,62 @@
+"""The traits of a resource provider."""
+import sqlalchemy as sa
+
+from placement.db import resource_provider as rp_db
+from placement.db import tables
+from placement import exception
+
+_T = tables.traits
+_RPT = tables.resource_provider_traits
+
+
+def of_provider(conn, provider_id):
+    """The provider's traits (name and timestamps), by trait id."""
+    rows = conn.execute(
+        sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
+        .select_from(_RPT.join(_T, _RPT.c.trait_id == _T.c.id))
+        .where(_RPT.c.resource_provider_id == provider_id)
+        .order_by(_T.c.id)).mappings()
+    return [dict(row) for row in rows]
+
+
+def replace(conn, provider, names, expected_generation):
+    """Make ``names`` the provider's whole set of traits.
+
+    ``provider`` is a row of ``resource_provider.get_by_uuid``. The
+    generation must be ``expected_generation``; it is bumped only if the
+    set changes. Returns the generation afterwards. Raises
+    ConcurrentUpdate, or NotFound naming the unknown traits.
+    """
+    if provider['generation'] != expected_generation:
+        raise exception.ConcurrentUpdate(rp_db.GENERATION_CONFLICT)
+    wanted = _ids_by_name(conn, names)
+    return _apply(conn, provider, set(wanted.values()), expected_generation)
+
+
+def delete_all(conn, provider):
+    """Remove every trait of the provider (bumping the generation if it had
+    any). Returns the generation afterwards. Raises ConcurrentUpdate.
+    """
+    return _apply(conn, provider, set(), provider['generation'])
+
+
+def _apply(conn, provider, wanted, expected_generation):
+    current = rp_db.linked_ids(conn, _RPT, _RPT.c.trait_id, provider['id'])
+    if wanted == current:
+        return expected_generation
+    generation = rp_db.increment_generation(
+        conn, provider['id'], expected_generation)
+    rp_db.relink(conn, _RPT, _RPT.c.trait_id, provider['id'], current,
+                 wanted)
+    return generation
+
+
+def _ids_by_name(conn, names):
+    """Map names to ids; NotFound lists unknown names in request order."""
+    found = dict(conn.execute(
+        sa.select(_T.c.name, _T.c.id)
+        .where(_T.c.name.in_(sorted(set(names))))).all())
+    missing = [name for name in dict.fromkeys(names) if name not in found]
+    if missing:
+        raise exception.NotFound('No such trait %s' % ', '.join(missing))
+    return found

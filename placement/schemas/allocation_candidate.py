@@ -1,0 +1,78 @@
+"""The GET /allocation_candidates query string, per microversion.
+
+Each version's document extends the previous one the way upstream's do,
+so that validation messages (which print the schema) read the same.
+"""
+import copy
+
+from placement.candidates import request
+
+_TEXT = {'type': ['string']}
+_PATTERN = '^%s(%s)?$'
+
+
+def _group_keys(suffix, kinds):
+    return {(_PATTERN % (kind, suffix)): {'type': 'string'} for kind in kinds}
+
+
+GET_1_10 = {
+    'type': 'object',
+    'properties': {
+        'resources': {'type': 'string'},
+    },
+    'required': ['resources'],
+    'additionalProperties': False,
+}
+
+GET_1_16 = copy.deepcopy(GET_1_10)
+GET_1_16['properties']['limit'] = {
+    # Query values are strings; an integer would be accepted too.
+    'type': ['integer', 'string'],
+    'pattern': request.LIMIT_PATTERN,
+    'minimum': 1,
+    'minLength': 1,
+}
+
+GET_1_17 = copy.deepcopy(GET_1_16)
+GET_1_17['properties']['required'] = dict(_TEXT)
+
+GET_1_21 = copy.deepcopy(GET_1_17)
+GET_1_21['properties']['member_of'] = dict(_TEXT)
+
+# Granular groups: resources, required and member_of take a suffix.
+GET_1_25 = copy.deepcopy(GET_1_21)
+for _key in ('resources', 'required', 'member_of'):
+    del GET_1_25['properties'][_key]
+del GET_1_25['required']
+GET_1_25['patternProperties'] = _group_keys(
+    request.NUMBERED_SUFFIX, ('resources', 'required', 'member_of'))
+GET_1_25['properties']['group_policy'] = {
+    'type': 'string',
+    'enum': ['none', 'isolate'],
+}
+
+GET_1_31 = copy.deepcopy(GET_1_25)
+GET_1_31['patternProperties'].update(
+    _group_keys(request.NUMBERED_SUFFIX, ('in_tree',)))
+
+GET_1_33 = copy.deepcopy(GET_1_31)
+GET_1_33['patternProperties'] = _group_keys(
+    request.WORD_SUFFIX, request.GROUP_KEYS)
+
+GET_1_35 = copy.deepcopy(GET_1_33)
+GET_1_35['properties']['root_required'] = dict(_TEXT)
+
+GET_1_36 = copy.deepcopy(GET_1_35)
+GET_1_36['properties']['same_subtree'] = dict(_TEXT)
+
+GET = {
+    '1.10': GET_1_10,
+    '1.16': GET_1_16,
+    '1.17': GET_1_17,
+    '1.21': GET_1_21,
+    '1.25': GET_1_25,
+    '1.31': GET_1_31,
+    '1.33': GET_1_33,
+    '1.35': GET_1_35,
+    '1.36': GET_1_36,
+}

@@ -1,0 +1,303 @@
+"""Shared fixtures: real databases on every backend and an API client.
+
+Backends
+    ``backend`` is parametrized over sqlite, mysql and postgresql: every test
+    that uses it (directly or through ``app``/``api``/``conf_factory``) runs
+    once per backend. Each test session creates its own databases, named
+    ``ptest_<random>``, migrates them once with
+    ``placement.db.migration.upgrade`` and drops them at the end. Before each
+    test all rows are deleted except the standard resource classes and
+    traits (whose ids stay put), so tests are isolated but cheap.
+
+    A MariaDB/PostgreSQL server that cannot be reached skips its tests with a
+    loud warning; with ``CI=true`` in the environment those tests FAIL
+    instead. Servers: ``PLACEMENT_TEST_MYSQL_URL`` (default
+    ``mysql+pymysql://root@127.0.0.1:3306/``) and ``PLACEMENT_TEST_PG_URL``
+    (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
+    ``PLACEMENT_TEST_BACKENDS=sqlite,postgresql`` limits the backends run.
+
+    ``backend`` itself is a ``Backend``: ``.name``, ``.url`` and ``.engine``
+    (shared by every test of the session on that backend).
+
+    Tests that do not care about the database run on SQLite only when marked
+    ``@pytest.mark.sqlite_only`` (or with ``pytestmark`` for a module).
+
+Configuration and application
+    ``conf_factory(**overrides)`` returns a fresh oslo.config ConfigOpts:
+    noauth2, the backend's database, default policies, plus overrides given
+    per group: ``conf_factory(oslo_policy={'enforce_new_defaults': True})``
+    (use ``DEFAULT`` for ungrouped options).
+
+    ``app`` is the full WSGI pipeline for ``conf_factory()`` on the shared
+    engine.
+
+Client
+    ``api`` is an ``ApiClient`` on ``app``. ``api.get/put/post/delete/patch
+    (path, json=None, version='1.39', token='admin', headers=None)`` return
+    werkzeug test responses (``.status_code``, ``.headers``, ``.json``,
+    ``.text``). ``version=None`` or ``token=None`` leave that header out;
+    ``headers`` adds or replaces headers (a None value removes one).
+
+    ``api_factory(prefix='', shared_engine=True, **overrides)`` builds a
+    client on a new app with configuration overrides, optionally mounted
+    under a prefix (SCRIPT_NAME), e.g. ``api_factory(prefix='/placement')``.
+    ``shared_engine=False`` lets the app build its own engine from the
+    configuration (e.g. to point it at another database).
+"""
+import dataclasses
+import os
+import uuid
+import warnings
+
+import pytest
+import sqlalchemy as sa
+from werkzeug import test as werkzeug_test
+
+from placement.api import app as placement_app
+from placement import conf as placement_conf
+from placement.db import engine as db_engine
+from placement.db import migration
+from placement.db import standard
+from placement.db import tables
+
+BACKENDS = ('sqlite', 'mysql', 'postgresql')
+SERVERS = {
+    'mysql': os.environ.get('PLACEMENT_TEST_MYSQL_URL',
+                            'mysql+pymysql://root@127.0.0.1:3306/'),
+    'postgresql': os.environ.get('PLACEMENT_TEST_PG_URL',
+                                 'postgresql://postgres@127.0.0.1:5432/'
+                                 'postgres'),
+}
+DEFAULT_VERSION = '1.39'
+ADMIN_TOKEN = 'admin'
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'sqlite_only: run a backend-using test on SQLite only')
+
+
+def _selected_backends():
+    names = os.environ.get('PLACEMENT_TEST_BACKENDS', '').strip()
+    if not names:
+        return BACKENDS
+    chosen = tuple(n.strip() for n in names.split(',') if n.strip())
+    unknown = set(chosen) - set(BACKENDS)
+    if unknown:
+        raise pytest.UsageError(
+            'PLACEMENT_TEST_BACKENDS: unknown backend(s) %s; choose from %s'
+            % (', '.join(sorted(unknown)), ', '.join(BACKENDS)))
+    return chosen
+
+
+def pytest_generate_tests(metafunc):
+    if 'backend' not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker('sqlite_only'):
+        backends = ['sqlite']
+    else:
+        backends = list(_selected_backends())
+    metafunc.parametrize('backend', backends, indirect=True)
+
+
+def in_ci():
+    return os.environ.get('CI', '').lower() == 'true'
+
+
+def unavailable(message):
+    """Skip loudly, or fail under CI where every backend must be tested."""
+    if in_ci():
+        pytest.fail(message + ' (CI=true: failing instead of skipping)')
+    warnings.warn(message)
+    pytest.skip(message)
+
+
+@dataclasses.dataclass
+class Backend:
+    name: str
+    url: str
+    engine: sa.engine.Engine
+
+
+class _Databases:
+    """This session's databases, created on first use, dropped at the end."""
+
+    def __init__(self, tmp_dir):
+        self._tmp_dir = tmp_dir
+        self._name = 'ptest_' + uuid.uuid4().hex[:12]
+        self._backends = {}
+        self._errors = {}
+        self._admin_engines = {}
+
+    def get(self, name):
+        if name in self._errors:
+            unavailable(self._errors[name])
+        if name not in self._backends:
+            try:
+                self._backends[name] = self._create(name)
+            except _ServerUnreachable as exc:
+                self._errors[name] = str(exc)
+                unavailable(str(exc))
+        return self._backends[name]
+
+    def _create(self, name):
+        if name == 'sqlite':
+            url = 'sqlite:///%s' % (self._tmp_dir / (self._name + '.db'))
+        else:
+            admin = self._admin_engine(name)
+            with admin.connect() as conn:
+                conn.exec_driver_sql('CREATE DATABASE %s' % self._name)
+            url = db_engine.normalize_url(SERVERS[name]).set(
+                database=self._name).render_as_string(hide_password=False)
+        engine = db_engine.create_engine(make_conf(url))
+        migration.upgrade(engine)
+        return Backend(name, url, engine)
+
+    def _admin_engine(self, name):
+        url = db_engine.normalize_url(SERVERS[name])
+        engine = sa.create_engine(url, isolation_level='AUTOCOMMIT',
+                                  connect_args={'connect_timeout': 5})
+        try:
+            engine.connect().close()
+        except sa.exc.DBAPIError as exc:
+            engine.dispose()
+            raise _ServerUnreachable(
+                '%s server %s is unreachable: its API tests are NOT being '
+                'run: %s' % (name, url.render_as_string(), exc.orig))
+        self._admin_engines[name] = engine
+        return engine
+
+    def drop_all(self):
+        for name, backend in self._backends.items():
+            backend.engine.dispose()
+            admin = self._admin_engines.get(name)
+            if admin is None:
+                continue
+            with admin.connect() as conn:
+                if name == 'postgresql':
+                    conn.exec_driver_sql(
+                        'DROP DATABASE IF EXISTS %s WITH (FORCE)' % self._name)
+                else:
+                    conn.exec_driver_sql(
+                        'DROP DATABASE IF EXISTS %s' % self._name)
+            admin.dispose()
+
+
+class _ServerUnreachable(Exception):
+    pass
+
+
+def make_conf(url, **overrides):
+    """A placement configuration: noauth2, database ``url``, overrides."""
+    conf = placement_conf.load_config(config_files=[])
+    conf.set_override('auth_strategy', 'noauth2', 'api')
+    conf.set_override('connection', url, 'placement_database')
+    for group, options in overrides.items():
+        group = None if group == 'DEFAULT' else group
+        for name, value in options.items():
+            conf.set_override(name, value, group)
+    return conf
+
+
+@pytest.fixture(scope='session')
+def _databases(tmp_path_factory):
+    databases = _Databases(tmp_path_factory.mktemp('placement-db'))
+    yield databases
+    databases.drop_all()
+
+
+def _clean(engine):
+    """Delete every row but the standard resource classes and traits."""
+    with engine.begin() as conn:
+        mysql = conn.dialect.name in db_engine.MYSQL_BACKENDS
+        if mysql:
+            # Self-referencing provider rows are checked row by row.
+            conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 0')
+        try:
+            for table in reversed(tables.metadata.sorted_tables):
+                delete = table.delete()
+                if table is tables.resource_classes:
+                    delete = delete.where(
+                        table.c.id >= standard.CUSTOM_RC_START)
+                elif table is tables.traits:
+                    delete = delete.where(table.c.name.startswith('CUSTOM_'))
+                conn.execute(delete)
+        finally:
+            if mysql:
+                conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 1')
+        standard.sync_standard(conn)
+
+
+@pytest.fixture
+def backend(request, _databases):
+    chosen = _databases.get(request.param)
+    _clean(chosen.engine)
+    return chosen
+
+
+@pytest.fixture
+def conf_factory(backend):
+    def build(**overrides):
+        return make_conf(backend.url, **overrides)
+    return build
+
+
+@pytest.fixture
+def app(backend, conf_factory):
+    return placement_app.create_app(conf_factory(), engine=backend.engine)
+
+
+class ApiClient:
+    """Placement requests with the usual headers filled in."""
+
+    def __init__(self, app, prefix=''):
+        self.client = werkzeug_test.Client(app)
+        self.prefix = prefix
+
+    def request(self, method, path, json=None, version=DEFAULT_VERSION,
+                token=ADMIN_TOKEN, headers=None, **kwargs):
+        sent = {}
+        if version is not None:
+            sent['OpenStack-API-Version'] = 'placement %s' % version
+        if token is not None:
+            sent['X-Auth-Token'] = token
+        for name, value in (headers or {}).items():
+            sent = {k: v for k, v in sent.items()
+                    if k.lower() != name.lower()}
+            if value is not None:
+                sent[name] = value
+        if self.prefix:
+            kwargs.setdefault('environ_overrides', {})['SCRIPT_NAME'] = (
+                self.prefix)
+        return self.client.open(path, method=method, json=json,
+                                headers=sent, **kwargs)
+
+    def get(self, path, **kwargs):
+        return self.request('GET', path, **kwargs)
+
+    def put(self, path, json=None, **kwargs):
+        return self.request('PUT', path, json=json, **kwargs)
+
+    def post(self, path, json=None, **kwargs):
+        return self.request('POST', path, json=json, **kwargs)
+
+    def patch(self, path, json=None, **kwargs):
+        return self.request('PATCH', path, json=json, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request('DELETE', path, **kwargs)
+
+
+@pytest.fixture
+def api(app):
+    return ApiClient(app)
+
+
+@pytest.fixture
+def api_factory(backend, conf_factory):
+    def build(prefix='', shared_engine=True, **overrides):
+        engine = backend.engine if shared_engine else None
+        application = placement_app.create_app(
+            conf_factory(**overrides), engine=engine)
+        return ApiClient(application, prefix=prefix)
+    return build

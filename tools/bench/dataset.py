@@ -1,0 +1,375 @@
+"""The seeded dataset, and loading it into a server over the REST API.
+
+The same seed gives the same providers, UUIDs, inventories, traits,
+aggregates and allocations, so both servers hold identical data.
+
+Shape for N compute nodes:
+* 80% plain compute nodes: VCPU, MEMORY_MB, DISK_GB on the root.
+* 10% NUMA trees: DISK_GB on the root; two NUMA children with VCPU and
+  MEMORY_MB; under each NUMA node one PF with SRIOV_NET_VF and a
+  CUSTOM_PHYSNET_* trait.
+* 10% shared-storage nodes: no local disk; groups of 25 share an aggregate
+  with a sharing provider (DISK_GB, MISC_SHARES_VIA_AGGREGATE).
+* Traits: HW_CPU_X86_AVX2 on half, CUSTOM_GOLD/SILVER/MAINTENANCE on some.
+* Every node in one of 10 "availability zone" aggregates.
+* Allocations fill about half of the memory (40-80% targets; 5% of nodes full),
+  with 1-6 consumers per node.
+* The bug-2070257 tree: a root with 8 children holding 1-6 units each of
+  CUSTOM_BENCH_BUG, and nothing else.
+"""
+import random
+import threading
+import time
+import uuid
+
+from client import ConnectionFailed, run_bounded
+
+NAMESPACE = uuid.UUID('6f1d4a52-3c7e-4d59-9a53-2a8e4c1b7f10')
+AZ_COUNT = 10
+SHARING_GROUP_SIZE = 25
+PROJECTS = 10
+HARDWARE = ((16, 65536, 500), (32, 131072, 1000), (64, 262144, 1600))
+# Large flavors: few consumers per node keep loading upstream fast enough.
+FLAVORS = ((8, 16384, 80), (16, 32768, 160), (32, 65536, 320))
+VCPU_RATIO = 4.0
+MEMORY_RESERVED = 512
+VF_PER_PF = 16
+SHARED_DISK_GB = 100000
+BUG_CLASS = 'CUSTOM_BENCH_BUG'
+BUG_CHILDREN = 8
+CUSTOM_TRAITS = ('CUSTOM_GOLD', 'CUSTOM_SILVER', 'CUSTOM_MAINTENANCE',
+                 'CUSTOM_PHYSNET_A', 'CUSTOM_PHYSNET_B', 'CUSTOM_PHYSNET_C')
+CONSUMER_TYPE = 'INSTANCE'
+ALLOCATION_BATCH = 50
+
+
+def uid(name):
+    return str(uuid.uuid5(NAMESPACE, name))
+
+
+def az_aggregate(index):
+    return uid('az-%d' % index)
+
+
+def sharing_aggregate(index):
+    return uid('sharing-agg-%d' % index)
+
+
+def project_id(index):
+    return uid('project-%d' % index)
+
+
+def user_id(index):
+    return uid('user-%d' % index)
+
+
+def _inventory(total, ratio=1.0, reserved=0, max_unit=None):
+    return {'total': total, 'reserved': reserved, 'min_unit': 1,
+            'max_unit': max_unit or total, 'step_size': 1,
+            'allocation_ratio': ratio}
+
+
+def capacity(inv):
+    return int((inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+
+
+class Provider:
+    __slots__ = ('uuid', 'name', 'parent', 'inventories', 'traits',
+                 'aggregates')
+
+    def __init__(self, name, parent=None, inventories=None, traits=(),
+                 aggregates=()):
+        self.uuid = uid(name)
+        self.name = name
+        self.parent = parent
+        self.inventories = inventories or {}
+        self.traits = sorted(traits)
+        self.aggregates = sorted(aggregates)
+
+
+class Dataset:
+    """Provider trees (parents first) and consumers, built from a seed."""
+
+    def __init__(self, nodes, seed=1):
+        self.nodes = nodes
+        rng = random.Random(seed)
+        self.trees = []        # list of lists of Provider, root first
+        self.consumers = []    # (uuid, project, user, {rp: {rc: amount}})
+        self.sharing_aggregates = []
+        self._usage = {}       # rp uuid -> rc -> used, while filling
+        self._inventories = {}
+
+        order = list(range(nodes))
+        rng.shuffle(order)
+        tenth = max(1, nodes // 10)
+        numa = set(order[:tenth])
+        shared = order[tenth:2 * tenth]
+        shared_group = {}
+        for position, index in enumerate(sorted(shared)):
+            shared_group[index] = position // SHARING_GROUP_SIZE
+        groups = (len(shared) + SHARING_GROUP_SIZE - 1) // SHARING_GROUP_SIZE
+        sharing_providers = []
+        for group in range(groups):
+            agg = sharing_aggregate(group)
+            self.sharing_aggregates.append(agg)
+            provider = Provider(
+                'bench-sharing-%03d' % group,
+                inventories={'DISK_GB': _inventory(SHARED_DISK_GB)},
+                traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[agg])
+            sharing_providers.append(provider)
+            self.trees.append([provider])
+            self._track(provider)
+
+        for index in range(nodes):
+            cpus, memory, disk = rng.choice(HARDWARE)
+            traits = {'HW_CPU_X86_SSE42'}
+            if rng.random() < 0.5:
+                traits.add('HW_CPU_X86_AVX2')
+            for trait, share in (('CUSTOM_GOLD', 0.1), ('CUSTOM_SILVER', 0.2),
+                                 ('CUSTOM_MAINTENANCE', 0.05)):
+                if rng.random() < share:
+                    traits.add(trait)
+            aggregates = [az_aggregate(index % AZ_COUNT)]
+            name = 'bench-cn-%05d' % index
+            disk_source = None
+            if index in numa:
+                tree = self._numa_tree(rng, name, cpus, memory, disk, traits,
+                                       aggregates)
+            elif index in shared_group:
+                group = shared_group[index]
+                aggregates.append(self.sharing_aggregates[group])
+                tree = [Provider(name, inventories={
+                    'VCPU': _inventory(cpus, VCPU_RATIO),
+                    'MEMORY_MB': _inventory(memory,
+                                            reserved=MEMORY_RESERVED)},
+                    traits=traits, aggregates=aggregates)]
+                disk_source = sharing_providers[group]
+            else:
+                tree = [Provider(name, inventories={
+                    'VCPU': _inventory(cpus, VCPU_RATIO),
+                    'MEMORY_MB': _inventory(memory, reserved=MEMORY_RESERVED),
+                    'DISK_GB': _inventory(disk)},
+                    traits=traits, aggregates=aggregates)]
+            for provider in tree:
+                self._track(provider)
+            self._fill(rng, index, tree, disk_source or tree[0])
+            self.trees.append(tree)
+
+        bug_root = Provider('bench-bug-root')
+        bug_tree = [bug_root] + [
+            Provider('bench-bug-child-%d' % child, parent=bug_root.uuid,
+                     inventories={BUG_CLASS: _inventory(rng.randint(1, 6))})
+            for child in range(BUG_CHILDREN)]
+        self.trees.append(bug_tree)
+        del self._usage, self._inventories
+
+    def _numa_tree(self, rng, name, cpus, memory, disk, traits, aggregates):
+        root = Provider(name, inventories={'DISK_GB': _inventory(disk)},
+                        traits=traits, aggregates=aggregates)
+        tree = [root]
+        for cell in range(2):
+            numa = Provider(
+                '%s-numa%d' % (name, cell), parent=root.uuid,
+                inventories={
+                    'VCPU': _inventory(cpus // 2, VCPU_RATIO),
+                    'MEMORY_MB': _inventory(memory // 2,
+                                            reserved=MEMORY_RESERVED // 2)},
+                traits=['HW_NUMA_ROOT'])
+            physnet = rng.choice(('CUSTOM_PHYSNET_A', 'CUSTOM_PHYSNET_B',
+                                  'CUSTOM_PHYSNET_C'))
+            pf = Provider('%s-numa%d-pf0' % (name, cell), parent=numa.uuid,
+                          inventories={'SRIOV_NET_VF': _inventory(VF_PER_PF)},
+                          traits=['HW_NIC_SRIOV', physnet])
+            tree += [numa, pf]
+        return tree
+
+    def _track(self, provider):
+        self._inventories[provider.uuid] = provider.inventories
+        self._usage[provider.uuid] = {rc: 0 for rc in provider.inventories}
+
+    def _fits(self, request):
+        for rp, resources in request.items():
+            for rc, amount in resources.items():
+                inv = self._inventories[rp][rc]
+                if self._usage[rp][rc] + amount > capacity(inv):
+                    return False
+        return True
+
+    def _fill(self, rng, index, tree, disk_source):
+        """Add consumers on this node until its memory target is reached."""
+        target = 1.0 if rng.random() < 0.05 else rng.uniform(0.4, 0.8)
+        root = tree[0]
+        if len(tree) > 1:
+            memory_sources = [tree[1], tree[3]]
+        else:
+            memory_sources = [root]
+        memory_cap = sum(capacity(p.inventories['MEMORY_MB'])
+                         for p in memory_sources)
+        used = 0
+        misses = 0
+        serial = 0
+        while misses < 3:
+            cpus, memory, disk = rng.choice(FLAVORS)
+            if used + memory > target * memory_cap:
+                misses += 1
+                continue
+            cell = max(range(len(memory_sources)), key=lambda c: (
+                capacity(memory_sources[c].inventories['MEMORY_MB'])
+                - self._usage[memory_sources[c].uuid]['MEMORY_MB']))
+            compute = memory_sources[cell]
+            request = {compute.uuid: {'VCPU': cpus, 'MEMORY_MB': memory}}
+            request.setdefault(disk_source.uuid, {})['DISK_GB'] = disk
+            if len(tree) > 1 and rng.random() < 0.5:
+                request[tree[2 + 2 * cell].uuid] = {'SRIOV_NET_VF': 1}
+            if not self._fits(request):
+                misses += 1
+                continue
+            for rp, resources in request.items():
+                for rc, amount in resources.items():
+                    self._usage[rp][rc] += amount
+            used += memory
+            owner = rng.randrange(PROJECTS)
+            self.consumers.append((uid('consumer-%d-%d' % (index, serial)),
+                                   project_id(owner), user_id(owner),
+                                   request))
+            serial += 1
+
+    @property
+    def providers(self):
+        for tree in self.trees:
+            yield from tree
+
+    def expected_usages(self):
+        """{project_id: GET /usages body at 1.38+} of the loaded consumers."""
+        totals = {}
+        for _, project, _, request in self.consumers:
+            usage = totals.setdefault(project, {}).setdefault(
+                CONSUMER_TYPE, {'consumer_count': 0})
+            add_usage(usage, request)
+        return totals
+
+
+def add_usage(usage, request):
+    """Add one consumer's {rp: {rc: amount}} to a 1.38 usages entry."""
+    usage['consumer_count'] += 1
+    for resources in request.values():
+        for rc, amount in resources.items():
+            usage[rc] = usage.get(rc, 0) + amount
+
+
+def _with_retries(call, what, attempts=6):
+    """Retry transient failures: 5xx (e.g. SQLite busy) and dropped sockets."""
+    for attempt in range(attempts):
+        try:
+            resp = call()
+        except ConnectionFailed:
+            if attempt == attempts - 1:
+                raise
+        else:
+            if resp.status < 500:
+                return resp
+            if attempt == attempts - 1:
+                raise RuntimeError('%s -> %s %s' % (
+                    what, resp.status, resp.body[:300]))
+        time.sleep(0.1 * (attempt + 1))
+    raise AssertionError('unreachable')
+
+
+class Loader:
+    """Writes a Dataset into one server with bounded concurrency."""
+
+    def __init__(self, client, concurrency):
+        self.client = client
+        self.concurrency = concurrency
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def _send(self, method, path, body=None, ok=(200, 201, 204)):
+        with self._lock:
+            self.requests += 1
+        what = '%s %s' % (method, path)
+        resp = _with_retries(
+            lambda: self.client.request(method, path, body), what)
+        if resp.status not in ok:
+            raise RuntimeError('%s -> %s %s' % (what, resp.status,
+                                                resp.body[:500]))
+        return resp
+
+    def _put_generational(self, provider, resource, key, value, generation):
+        """PUT one generation-guarded sub-resource; refresh on 409."""
+        path = '/resource_providers/%s/%s' % (provider.uuid, resource)
+        for _ in range(5):
+            resp = self._send('PUT', path, {
+                'resource_provider_generation': generation, key: value},
+                ok=(200, 409))
+            if resp.status == 200:
+                return resp.json()['resource_provider_generation']
+            generation = self._send(
+                'GET', '/resource_providers/' + provider.uuid
+            ).json()['generation']
+        raise RuntimeError('%s kept conflicting: %s' % (path, resp.body))
+
+    def _load_tree(self, tree):
+        generations = {}
+        for provider in tree:
+            body = {'name': provider.name, 'uuid': provider.uuid}
+            if provider.parent:
+                body['parent_provider_uuid'] = provider.parent
+            resp = self._send('POST', '/resource_providers', body)
+            generations[provider.uuid] = resp.json()['generation']
+        for provider in tree:
+            generation = generations[provider.uuid]
+            if provider.inventories:
+                generation = self._put_generational(
+                    provider, 'inventories', 'inventories',
+                    provider.inventories, generation)
+            if provider.traits:
+                generation = self._put_generational(
+                    provider, 'traits', 'traits', provider.traits, generation)
+            if provider.aggregates:
+                self._put_generational(
+                    provider, 'aggregates', 'aggregates',
+                    provider.aggregates, generation)
+
+    def _load_allocations(self, batch):
+        body = {}
+        for consumer, project, user, request in batch:
+            body[consumer] = {
+                'allocations': {rp: {'resources': resources}
+                                for rp, resources in request.items()},
+                'project_id': project, 'user_id': user,
+                'consumer_generation': None,
+                'consumer_type': CONSUMER_TYPE}
+        for attempt in range(10):
+            resp = self._send('POST', '/allocations', body, ok=(204, 409))
+            if resp.status == 204:
+                return
+            time.sleep(0.05 * (attempt + 1))
+        raise RuntimeError('POST /allocations kept conflicting: %s'
+                           % resp.body[:500])
+
+    def load(self, dataset):
+        for trait in CUSTOM_TRAITS:
+            self._send('PUT', '/traits/' + trait)
+        self._send('PUT', '/resource_classes/' + BUG_CLASS)
+        run_bounded(self._load_tree, dataset.trees, self.concurrency)
+        consumers = dataset.consumers
+        batches = [consumers[i:i + ALLOCATION_BATCH]
+                   for i in range(0, len(consumers), ALLOCATION_BATCH)]
+        run_bounded(self._load_allocations, batches, self.concurrency)
+
+
+def verify(client, dataset):
+    """Problems (strings) found comparing the server with the dataset."""
+    problems = []
+    listed = client.expect('GET', '/resource_providers').json()
+    count = len(listed['resource_providers'])
+    expected = sum(len(tree) for tree in dataset.trees)
+    if count != expected:
+        problems.append('%d providers listed, %d loaded' % (count, expected))
+    for project, usage in sorted(dataset.expected_usages().items()):
+        got = client.expect('GET', '/usages?project_id=' + project).json()
+        if got['usages'] != usage:
+            problems.append('usages of project %s: %s, expected %s' % (
+                project, got['usages'], usage))
+    return problems

@@ -1,0 +1,143 @@
+"""Tables of results, printed and optionally kept in tools/README.md."""
+import math
+import os
+import statistics
+
+README = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'README.md')
+RESULTS_MARKER = '<!-- benchmark results: newest first -->'
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def p95(values):
+    """Nearest-rank 95th percentile (no interpolation on few samples)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def ms(seconds):
+    return '-' if seconds is None else '%.1f' % (seconds * 1000)
+
+
+def ratio(ours, upstream):
+    if not ours or not upstream:
+        return '-'
+    return '%.2fx' % (ours / upstream)
+
+
+def table(header, rows):
+    """A Markdown pipe table, padded so that it also reads in a terminal."""
+    cells = [header] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[col]) for row in cells)
+              for col in range(len(header))]
+
+    def line(row):
+        return '| ' + ' | '.join(
+            cell.ljust(width) for cell, width in zip(row, widths)) + ' |'
+    rule = '|' + '|'.join('-' * (width + 2) for width in widths) + '|'
+    return '\n'.join([line(cells[0]), rule] + [line(row) for row in cells[1:]])
+
+
+def _pair(mapping, labels, fmt=str):
+    values = [mapping.get(label) for label in labels]
+    return ' / '.join('-' if value is None else fmt(value)
+                      for value in values)
+
+
+def load_table(loads):
+    rows = []
+    for label, (seconds, requests) in loads.items():
+        rows.append([label, '%.1f' % seconds, requests,
+                     '%.0f' % (requests / seconds if seconds else 0)])
+    return table(['server', 'load s', 'requests', 'req/s'], rows)
+
+
+def latency_table(results, labels=('upstream', 'ours')):
+    up, ours = labels
+    rows = []
+    for result in results:
+        times = result.seconds
+        notes = list(result.problems)
+        if result.errors:
+            notes.insert(0, 'errors %s' % _pair(result.errors, labels))
+        rows.append([
+            result.query.name, _pair(result.counts, labels),
+            ms(median(times.get(up))), ms(p95(times.get(up))),
+            ms(median(times.get(ours))), ms(p95(times.get(ours))),
+            ratio(median(times.get(ours)), median(times.get(up))),
+            '; '.join(notes)[:160]])
+    return table(['query', 'candidates up/ours', 'up median ms',
+                  'up p95 ms', 'ours median ms', 'ours p95 ms',
+                  'ours/up (<1: ours faster)', 'notes'], rows)
+
+
+def bug_table(result, peaks, killed, labels=('upstream', 'ours')):
+    up, ours = labels
+    times = result.seconds
+    notes = list(result.problems)
+    if killed:
+        notes.append('killed over RSS limit: %s' % ', '.join(sorted(killed)))
+    if result.errors:
+        notes.insert(0, 'errors/timeouts %s' % _pair(result.errors, labels))
+    row = [result.query.name, _pair(result.limited_counts, labels),
+           ms(median(times.get(up))), ms(median(times.get(ours))),
+           ratio(median(times.get(ours)), median(times.get(up))),
+           _pair(peaks, labels, lambda kb: '%.0f' % (kb / 1024)),
+           '; '.join(notes)[:200]]
+    return table(['query', 'candidates up/ours', 'up median ms',
+                  'ours median ms', 'ours/up (<1: ours faster)',
+                  'peak worker RSS MB up/ours',
+                  'notes'], [row])
+
+
+def scheduler_table(runs, checks, labels=('upstream', 'ours')):
+    """``runs``: {(workers, clients): {label: SchedulerStats}}."""
+    up, ours = labels
+    rows = []
+    for (workers, clients), by_label in runs.items():
+        def field(name):
+            return {label: getattr(stats, name)
+                    for label, stats in by_label.items()}
+        claims_s = field('throughput')
+        p50 = {label: median(stats.claim_seconds)
+               for label, stats in by_label.items()}
+        rows.append([
+            workers, clients,
+            _pair(claims_s, labels, lambda v: '%.1f' % v),
+            ratio(claims_s.get(ours), claims_s.get(up)),
+            _pair(field('claims'), labels),
+            _pair(field('conflicts'), labels),
+            _pair(field('server_errors'), labels),
+            _pair(field('other_errors'), labels),
+            _pair(p50, labels, ms)])
+    text = table(['workers', 'clients', 'claims/s up/ours',
+                  'ours/up (>1: ours faster)',
+                  'claims up/ours', '409s up/ours', '5xx up/ours',
+                  'other errors up/ours', 'claim p50 ms up/ours'], rows)
+    verdicts = []
+    for label in labels:
+        if label in checks:
+            found = checks[label]
+            verdicts.append('%s: %s' % (label, 'no provider over capacity, '
+                                        'usages match claims' if not found
+                                        else '; '.join(found[:5])))
+    return text + '\n\nCapacity check: ' + ' | '.join(verdicts)
+
+
+def save_markdown(heading, body):
+    """Insert a dated section under the results marker, keeping older ones."""
+    with open(README) as readme:
+        text = readme.read()
+    section = '%s\n\n%s\n' % (heading, body)
+    if RESULTS_MARKER in text:
+        text = text.replace(RESULTS_MARKER,
+                            RESULTS_MARKER + '\n\n' + section, 1)
+    else:
+        text = text.rstrip('\n') + '\n\n' + RESULTS_MARKER + '\n\n' + section
+    with open(README, 'w') as readme:
+        readme.write(text)

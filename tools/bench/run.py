@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Benchmark this placement against upstream openstack-placement 16.0.0.
+
+    python tools/bench/run.py --backend sqlite --nodes 1000 [--quick]
+
+Both servers run under gunicorn (noauth2) on fresh databases, receive the
+same seeded dataset over the REST API and the same requests, interleaved.
+See tools/README.md.
+"""
+import argparse
+import datetime
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import dataset
+import environments
+import report
+import servers
+import workload
+
+LOAD_WORKERS = 2
+BUG_WORKERS = 1
+SCHEDULER_WORKERS = (2, 4)
+SCHEDULER_CLIENTS = (8, 32)
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    parser.add_argument('--backend', choices=servers.BACKENDS,
+                        default='sqlite')
+    parser.add_argument('--nodes', type=int, action='append',
+                        help='compute nodes; repeat for several sizes '
+                             '(default 1000, 200 with --quick)')
+    parser.add_argument('--reps', type=int,
+                        help='timed repetitions per query and server '
+                             '(default 10, 5 with --quick)')
+    parser.add_argument('--quick', action='store_true',
+                        help='small and short: for developing the harness')
+    parser.add_argument('--markdown', action='store_true',
+                        help='also record the tables in tools/README.md')
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--skip', action='append', default=[],
+                        choices=('latency', 'bug', 'scheduler'))
+    parser.add_argument('--query-budget', type=float,
+                        help='seconds after which a query stops repeating '
+                             '(default 20, 8 with --quick)')
+    parser.add_argument('--scheduler-seconds', type=float,
+                        help='duration of each scheduler run '
+                             '(default 10, 5 with --quick)')
+    parser.add_argument('--scheduler-limit', type=int, default=1000,
+                        help='limit of the scheduler GET (nova: 1000)')
+    parser.add_argument('--bug-timeout', type=float,
+                        help='client timeout of the bug-2070257 query '
+                             '(default 120, 60 with --quick)')
+    parser.add_argument('--rss-limit-mb', type=int, default=6144,
+                        help='kill a server whose worker grows past this')
+    parser.add_argument('--max-candidates', type=int,
+                        help='[placement]max_allocation_candidates for both '
+                             '(default: unset, i.e. unlimited)')
+    parser.add_argument('--load-concurrency', type=int, default=4)
+    parser.add_argument('--port-base', type=int, default=18450,
+                        help='upstream listens here, ours on the next port')
+    parser.add_argument('--upstream-venv',
+                        help='use this venv instead of the cached one')
+    parser.add_argument('--ours-venv',
+                        help='use this venv for ours (pointing it at an '
+                             'upstream venv benchmarks upstream twice)')
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the databases and the work directory')
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.nodes = args.nodes or [200 if quick else 1000]
+    args.reps = args.reps or (5 if quick else 10)
+    args.min_reps = min(args.reps, 3 if quick else 5)
+    args.query_budget = args.query_budget or (8 if quick else 20)
+    args.scheduler_seconds = args.scheduler_seconds or (5 if quick else 10)
+    args.bug_timeout = args.bug_timeout or (60 if quick else 120)
+    args.bug_reps = 1 if quick else 3
+    return args
+
+
+def _restart(srvs, workers):
+    for srv in srvs:
+        srv.start(workers)
+
+
+def load_phase(srvs, data, args):
+    loads = {}
+    for srv in srvs:
+        log('loading %d providers and %d consumers into %s ...' % (
+            sum(len(tree) for tree in data.trees), len(data.consumers),
+            srv.label))
+        loader = dataset.Loader(srv.client, args.load_concurrency)
+        started = time.monotonic()
+        try:
+            loader.load(data)
+        except Exception:
+            log('!!! loading %s failed; server log tail:\n%s' % (
+                srv.label, srv.log_tail()))
+            raise
+        loads[srv.label] = (time.monotonic() - started, loader.requests)
+        problems = dataset.verify(srv.client, data)
+        for problem in problems:
+            log('!!! %s dataset check: %s' % (srv.label, problem))
+        log('  %s loaded in %.1fs' % (srv.label, loads[srv.label][0]))
+    return report.load_table(loads)
+
+
+def latency_phase(srvs, args):
+    log('verifying answers (once, without limit) ...')
+    results = workload.verify_answers(srvs, workload.latency_queries(), log)
+    log('timing (interleaved) ...')
+    with servers.MemoryMonitor(srvs) as memory:
+        workload.measure_latency(srvs, results, args.reps, args.min_reps,
+                                 args.query_budget, log)
+    peaks = ' / '.join('%s %.0f MB' % (label, kb / 1024)
+                       for label, kb in memory.peak_kb.items())
+    return (report.latency_table(results) +
+            '\n\nPeak worker RSS during the latency phase: ' + peaks)
+
+
+def bug_phase(srvs, args):
+    """The bug-2070257 shape on freshly started single-worker servers, so
+    the peak RSS belongs to this query alone."""
+    log('bug-2070257 shape (fresh servers, %d worker) ...' % BUG_WORKERS)
+    _restart(srvs, BUG_WORKERS)
+    query = workload.bug_2070257_query()
+    result = workload.QueryResult(query)
+    failed = set()
+    with servers.MemoryMonitor(srvs, limit_kb=args.rss_limit_mb * 1024) \
+            as memory:
+        for _ in range(args.bug_reps):
+            for srv in srvs:
+                if srv.label in failed:
+                    continue  # one timeout is enough to tell
+                resp, failure = workload.get_or_failure(
+                    srv, query.limited, timeout=args.bug_timeout)
+                if resp is not None and resp.status == 200:
+                    result.record(srv.label, resp.seconds)
+                    result.limited_counts[srv.label] = query.count(
+                        resp.json())
+                    continue
+                failed.add(srv.label)
+                result.error(srv.label, failure or '%s %s' % (
+                    resp.status, resp.body[:200]))
+                # A timed-out worker keeps computing: restart it.
+                srv.start(BUG_WORKERS)
+    counts = set(result.limited_counts.values())
+    if len(result.limited_counts) == len(srvs) and len(counts) > 1:
+        result.problems.append('COUNT MISMATCH %s' % result.limited_counts)
+    for problem in result.problems:
+        log('!!! %s: %s' % (query.name, problem))
+    return report.bug_table(result, memory.peak_kb, memory.killed)
+
+
+def scheduler_phase(srvs, args):
+    runs = {}
+    for workers in SCHEDULER_WORKERS:
+        _restart(srvs, workers)
+        for clients in SCHEDULER_CLIENTS:
+            runs[(workers, clients)] = {}
+            for srv in srvs:
+                stats = workload.SchedulerStats(srv.label, workers, clients)
+                workload.scheduler_loop(srv, clients, args.scheduler_seconds,
+                                        args.scheduler_limit, stats)
+                runs[(workers, clients)][srv.label] = stats
+                log('  %d workers %2d clients %-8s %6.1f claims/s, '
+                    '%d 409s, %d 5xx, %d other errors' % (
+                        workers, clients, srv.label, stats.throughput,
+                        stats.conflicts, stats.server_errors,
+                        stats.other_errors))
+                for sample in stats.samples:
+                    log('    sample error: %s' % sample)
+    checks = {}
+    for srv in srvs:
+        checks[srv.label] = workload.capacity_problems(
+            srv, [by_label[srv.label] for by_label in runs.values()])
+        for problem in checks[srv.label]:
+            log('!!! %s: %s' % (srv.label, problem))
+    return report.scheduler_table(runs, checks)
+
+
+def _workdir_root():
+    """RAM-backed when possible: SQLite then measures placement, not fsync
+    latency of the shared disk."""
+    shm = '/dev/shm'
+    return shm if os.access(shm, os.W_OK) else None
+
+
+def run_size(args, envs, nodes):
+    workdir = tempfile.mkdtemp(prefix='placement-bench-', dir=_workdir_root())
+    srvs = []
+    databases = []
+    sections = []
+    try:
+        for offset, env in enumerate(envs):
+            database = servers.Database(
+                args.backend, 'bench_%s_%d' % (env.label, os.getpid()),
+                workdir, env)
+            database.create()
+            databases.append(database)
+            srv = servers.Server(env, database, args.port_base + offset,
+                                 workdir, args.max_candidates)
+            srv.sync_db()
+            srvs.append(srv)
+        _restart(srvs, LOAD_WORKERS)
+        data = dataset.Dataset(nodes, args.seed)
+        sections.append(('Loading over the REST API (%d workers, %d '
+                         'concurrent requests)' % (LOAD_WORKERS,
+                                                   args.load_concurrency),
+                         load_phase(srvs, data, args)))
+        if 'latency' not in args.skip:
+            sections.append(('Latency (%d workers, sequential requests)'
+                             % LOAD_WORKERS, latency_phase(srvs, args)))
+        if 'bug' not in args.skip:
+            sections.append(('Bug 2070257 shape: 8 children x 1-6 units, 6 '
+                             'groups of 1, group_policy=none, limit=10',
+                             bug_phase(srvs, args)))
+        if 'scheduler' not in args.skip:
+            sections.append(('Scheduler loop (GET limit=%d, PUT first '
+                             'candidate, retry on 409; %gs per run)' % (
+                                 args.scheduler_limit,
+                                 args.scheduler_seconds),
+                             scheduler_phase(srvs, args)))
+    finally:
+        servers.stop_all()
+        if not args.keep:
+            for database in databases:
+                database.drop()
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log('kept %s' % workdir)
+    return sections
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt('signal %d' % signum)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    envs = [environments.upstream(args.upstream_venv, log),
+            environments.ours(args.ours_venv, log)]
+    log('upstream: %s\nours:     %s' % (envs[0].python, envs[1].python))
+    try:
+        for nodes in args.nodes:
+            started = time.monotonic()
+            load = os.getloadavg()[0]
+            sections = run_size(args, envs, nodes)
+            heading = '### %s: %s, %d nodes%s' % (
+                datetime.date.today().isoformat(), args.backend, nodes,
+                ' (quick)' if args.quick else '')
+            facts = ('%d reps max per query, seed %d, %d CPUs, load average '
+                     '%.1f at start; %.0fs in all; microversion 1.39; times '
+                     'are client-side, ours/up < 1 means ours is faster.' % (
+                         args.reps, args.seed, os.cpu_count(), load,
+                         time.monotonic() - started))
+            body = '\n\n'.join(['#### %s\n\n%s' % (title, text)
+                                for title, text in sections] + [facts])
+            log('\n%s\n\n%s\n' % (heading, body))
+            if args.markdown:
+                report.save_markdown(heading, body)
+                log('recorded in %s' % report.README)
+    except KeyboardInterrupt:
+        log('interrupted; servers stopped')
+        return 130
+    finally:
+        servers.stop_all()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

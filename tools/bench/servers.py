@@ -1,0 +1,259 @@
+"""Databases and gunicorn servers for one benchmark run.
+
+Every process started here is recorded so that ``stop_all`` can end it on
+any exit path (normal end, error, Ctrl-C, SIGTERM). Servers run in their own
+session, so a kill of the process group reaches the gunicorn workers too.
+"""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from client import Client
+
+BACKENDS = ('sqlite', 'mysql', 'postgresql')
+_STARTED = []
+_STARTED_LOCK = threading.Lock()
+
+_CREATE_MYSQL = '''
+import sys, pymysql
+conn = pymysql.connect(host="127.0.0.1", port=3306, user="root")
+with conn.cursor() as cur:
+    cur.execute("DROP DATABASE IF EXISTS `%s`" % sys.argv[1])
+    if sys.argv[2] == "create":
+        cur.execute("CREATE DATABASE `%s` CHARACTER SET utf8mb4" % sys.argv[1])
+conn.close()
+'''
+_CREATE_POSTGRESQL = '''
+import sys, psycopg2
+conn = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres",
+                        dbname="postgres")
+conn.autocommit = True
+with conn.cursor() as cur:
+    cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
+    if sys.argv[2] == "create":
+        cur.execute('CREATE DATABASE "%s"' % sys.argv[1])
+conn.close()
+'''
+
+
+class Database:
+    """A fresh, empty database of the chosen backend."""
+
+    def __init__(self, backend, name, workdir, env):
+        if backend not in BACKENDS:
+            raise ValueError('unknown backend %s' % backend)
+        self.backend = backend
+        self.name = name
+        self.env = env
+        self.sqlite_path = os.path.join(workdir, name + '.db')
+
+    @property
+    def url(self):
+        if self.backend == 'sqlite':
+            return 'sqlite:///' + self.sqlite_path
+        if self.backend == 'mysql':
+            return ('mysql+pymysql://root@127.0.0.1:3306/%s?charset=utf8mb4'
+                    % self.name)
+        return 'postgresql+psycopg2://postgres@127.0.0.1:5432/%s' % self.name
+
+    def _server_side(self, action):
+        script = (_CREATE_MYSQL if self.backend == 'mysql'
+                  else _CREATE_POSTGRESQL)
+        self.env.run_python(script, self.name, action)
+
+    def create(self):
+        self.drop()
+        if self.backend != 'sqlite':
+            self._server_side('create')
+
+    def drop(self):
+        if self.backend == 'sqlite':
+            for suffix in ('', '-wal', '-shm', '-journal'):
+                if os.path.exists(self.sqlite_path + suffix):
+                    os.unlink(self.sqlite_path + suffix)
+        else:
+            self._server_side('drop')
+
+
+def _children(pid):
+    """PIDs whose parent is ``pid`` (the gunicorn workers of a master)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as stat:
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _memory_kb(pid):
+    """(VmRSS, VmHWM) of a process in kB, or None when it is gone."""
+    values = {}
+    try:
+        with open('/proc/%d/status' % pid) as status:
+            for line in status:
+                if line.startswith(('VmRSS:', 'VmHWM:')):
+                    key, amount = line.split()[:2]
+                    values[key] = int(amount)
+    except OSError:
+        return None
+    return values.get('VmRSS:', 0), values.get('VmHWM:', 0)
+
+
+class Server:
+    """One placement implementation served by gunicorn on a loopback port."""
+
+    def __init__(self, env, database, port, workdir, max_candidates=None):
+        self.env = env
+        self.label = env.label
+        self.database = database
+        self.port = port
+        self.dir = os.path.join(workdir, env.label)
+        self.client = Client(port)
+        self.proc = None
+        self.workers = 0
+        os.makedirs(self.dir, exist_ok=True)
+        with open(os.path.join(self.dir, 'placement.conf'), 'w') as conf:
+            conf.write('[api]\nauth_strategy = noauth2\n'
+                       '[placement_database]\nconnection = %s\n'
+                       % database.url)
+            if max_candidates is not None:
+                conf.write('[placement]\nmax_allocation_candidates = %d\n'
+                           % max_candidates)
+
+    @property
+    def _environ(self):
+        env = dict(os.environ)
+        env['OS_PLACEMENT_CONFIG_DIR'] = self.dir
+        env['XDG_RUNTIME_DIR'] = self.dir
+        return env
+
+    def sync_db(self):
+        subprocess.run(
+            [self.env.script('placement-manage'), '--config-file',
+             os.path.join(self.dir, 'placement.conf'), 'db', 'sync'],
+            check=True, env=self._environ, capture_output=True, cwd=self.dir)
+
+    def start(self, workers):
+        self.stop()
+        log = open(os.path.join(self.dir, 'server.log'), 'ab')
+        cmd = [self.env.script('gunicorn'), '-b', '127.0.0.1:%d' % self.port,
+               '-w', str(workers), '--timeout', '900',
+               '--graceful-timeout', '5', 'placement.wsgi.api:application']
+        with _STARTED_LOCK:
+            self.proc = subprocess.Popen(
+                cmd, env=self._environ, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                cwd=self.dir)  # gunicorn puts its cwd first on sys.path
+            _STARTED.append(self.proc)
+        log.close()
+        self.workers = workers
+        self.client.wait_ready(proc=self.proc)
+        # Every worker imports the app on start; wait until all are up so
+        # the first timed requests do not race worker boot.
+        deadline = time.monotonic() + 30
+        while (len(_children(self.proc.pid)) < workers
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+
+    def stop(self):
+        if self.proc is not None:
+            _terminate(self.proc)
+            self.proc = None
+
+    def memory(self):
+        """{pid: (rss_kb, hwm_kb)} of the master and its workers."""
+        if self.proc is None:
+            return {}
+        pids = [self.proc.pid] + _children(self.proc.pid)
+        found = {}
+        for pid in pids:
+            usage = _memory_kb(pid)
+            if usage is not None:
+                found[pid] = usage
+        return found
+
+    def log_tail(self, lines=20):
+        try:
+            with open(os.path.join(self.dir, 'server.log'), 'rb') as log:
+                data = log.read()[-20000:].decode(errors='replace')
+        except OSError:
+            return ''
+        return '\n'.join(data.splitlines()[-lines:])
+
+
+def _terminate(proc):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+    with _STARTED_LOCK:
+        if proc in _STARTED:
+            _STARTED.remove(proc)
+
+
+def stop_all():
+    """End every server this process started (and only those)."""
+    with _STARTED_LOCK:
+        procs = list(_STARTED)
+    for proc in procs:
+        _terminate(proc)
+
+
+class MemoryMonitor:
+    """Samples the servers' memory while a phase runs.
+
+    VmHWM already holds each live process' peak; sampling also catches
+    workers that gunicorn replaced (timeout, crash) before the phase ended,
+    and can kill a server whose worker grows past ``limit_kb`` so that a
+    combinatorial explosion cannot take the shared machine down.
+    """
+
+    def __init__(self, servers, limit_kb=None, interval=0.25):
+        self.servers = servers
+        self.limit_kb = limit_kb
+        self.interval = interval
+        self.peak_kb = {s.label: 0 for s in servers}
+        self.killed = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        for server in self.servers:
+            for rss, hwm in server.memory().values():
+                self.peak_kb[server.label] = max(
+                    self.peak_kb[server.label], hwm, rss)
+                if self.limit_kb and rss > self.limit_kb:
+                    self.killed.add(server.label)
+                    server.stop()
+                    break
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self):
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()

@@ -1,0 +1,304 @@
+"""What the benchmark measures: query latency, the bug-2070257 shape, and a
+concurrent scheduler loop, always against both servers alike."""
+import json
+import threading
+import time
+import urllib.parse
+import uuid
+
+import dataset
+from client import ConnectionFailed, run_bounded
+
+SIMPLE = 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
+SCHEDULER_PROJECT = dataset.uid('scheduler-project')
+SCHEDULER_USER = dataset.uid('scheduler-user')
+
+
+class Query:
+    """One GET; ``limited`` is the timed form, ``path`` the unlimited one."""
+
+    def __init__(self, name, path, limit=None):
+        self.name = name
+        self.path = path
+        self.limited = path + ('&limit=%d' % limit if limit else '')
+        self.key = ('resource_providers' if path.startswith(
+            '/resource_providers') else 'allocation_requests')
+
+    def count(self, body):
+        return len(body[self.key])
+
+
+def latency_queries():
+    """The timed queries; every suffix and trait exists in the dataset."""
+    ac = '/allocation_candidates?'
+    nested = ('resources=DISK_GB:10'
+              '&resources_NUMA=VCPU:2,MEMORY_MB:2048'
+              '&resources_NIC=SRIOV_NET_VF:1&required_NIC=CUSTOM_PHYSNET_A'
+              '&same_subtree=_NUMA,_NIC&group_policy=isolate')
+    return [
+        Query('AC simple limit=1000', ac + SIMPLE, limit=1000),
+        Query('AC simple, no limit', ac + SIMPLE),
+        Query('AC required+forbidden traits',
+              ac + SIMPLE + '&required=HW_CPU_X86_AVX2,!CUSTOM_MAINTENANCE',
+              limit=1000),
+        Query('AC any-of traits (1.39)',
+              ac + SIMPLE + '&required=in:CUSTOM_GOLD,CUSTOM_SILVER'
+              '&root_required=!CUSTOM_MAINTENANCE', limit=1000),
+        Query('AC member_of 2 of 10 aggs',
+              ac + SIMPLE + '&member_of=in:%s,%s' % (
+                  dataset.az_aggregate(0), dataset.az_aggregate(1)),
+              limit=1000),
+        Query('AC nested isolate+same_subtree', ac + nested, limit=1000),
+        Query('AC sharing DISK_GB:2000',
+              ac + 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:2000', limit=1000),
+        Query('GET /resource_providers?resources',
+              '/resource_providers?' + SIMPLE),
+    ]
+
+
+def bug_2070257_query(limit=10):
+    groups = '&'.join('resources%d=%s:1' % (group, dataset.BUG_CLASS)
+                      for group in range(1, 7))
+    return Query('bug-2070257 shape',
+                 '/allocation_candidates?' + groups + '&group_policy=none',
+                 limit=limit)
+
+
+def _normalized(body, key):
+    """Order-free form of a response, to compare the two servers' answers."""
+    if key == 'resource_providers':
+        return frozenset(rp['uuid'] for rp in body[key])
+    return frozenset(
+        frozenset((rp, rc, amount)
+                  for rp, alloc in request['allocations'].items()
+                  for rc, amount in alloc['resources'].items())
+        for request in body[key])
+
+
+class QueryResult:
+    def __init__(self, query):
+        self.query = query
+        self.seconds = {}       # label -> [latency]
+        self.errors = {}        # label -> count of non-200
+        self.counts = {}        # label -> candidates without limit
+        self.limited_counts = {}
+        self.problems = []
+
+    def record(self, label, seconds):
+        self.seconds.setdefault(label, []).append(seconds)
+
+    def error(self, label, what):
+        self.errors[label] = self.errors.get(label, 0) + 1
+        if self.errors[label] == 1:
+            self.problems.append('%s: %s' % (label, what))
+
+
+def get_or_failure(server, path, timeout=None):
+    try:
+        return server.client.get(path, timeout=timeout), None
+    except ConnectionFailed as exc:
+        return None, str(exc)
+
+
+def verify_answers(servers, queries, log):
+    """Run each query once without limit on every server; compare answers.
+
+    The candidate counts must match; differing candidate sets are reported
+    too (both are conformance bugs in one of the servers).
+    """
+    results = []
+    for query in queries:
+        result = QueryResult(query)
+        answers = {}
+        for server in servers:
+            resp, failure = get_or_failure(server, query.path)
+            if resp is None or resp.status != 200:
+                result.error(server.label, failure or '%s %s' % (
+                    resp.status, resp.body[:300].decode(errors='replace')))
+                continue
+            body = resp.json()
+            result.counts[server.label] = query.count(body)
+            answers[server.label] = _normalized(body, query.key)
+        counts = set(result.counts.values())
+        if len(result.counts) == len(servers) and len(counts) > 1:
+            result.problems.append('COUNT MISMATCH %s' % result.counts)
+        elif len(answers) == len(servers) and len(set(answers.values())) > 1:
+            result.problems.append('same count, DIFFERENT candidates')
+        for problem in result.problems:
+            log('!!! %s: %s' % (query.name, problem))
+        results.append(result)
+    return results
+
+
+def measure_latency(servers, results, reps, min_reps, budget, log):
+    """Interleaved timing: upstream, ours, upstream, ours, ...
+
+    A query stops early once it has ``min_reps`` and has used ``budget``
+    seconds, so the slow no-limit queries cannot blow the run time.
+    """
+    for result in results:
+        query = result.query
+        started = time.monotonic()
+        for rep in range(reps):
+            for server in servers:
+                resp, failure = get_or_failure(server, query.limited)
+                if resp is None or resp.status != 200:
+                    result.error(server.label, failure or '%s %s' % (
+                        resp.status, resp.body[:300].decode(errors='replace')))
+                    continue
+                result.record(server.label, resp.seconds)
+                if rep == 0:
+                    result.limited_counts[server.label] = query.count(
+                        resp.json())
+            if rep + 1 >= min_reps and time.monotonic() - started > budget:
+                break
+        log('  %-36s %s' % (query.name, '  '.join(
+            '%s %d reps' % (label, len(times))
+            for label, times in result.seconds.items())))
+        counts = set(result.limited_counts.values())
+        if len(result.limited_counts) == len(servers) and len(counts) > 1:
+            problem = 'COUNT MISMATCH with limit %s' % result.limited_counts
+            result.problems.append(problem)
+            log('!!! %s: %s' % (query.name, problem))
+    return results
+
+
+def first_allocation_request(text):
+    """The first entry of ``allocation_requests`` without parsing the rest.
+
+    Responses with limit=1000 run to hundreds of kB; decoding only the first
+    object keeps the client's CPU (shared with the servers) out of the way.
+    """
+    key = text.find('"allocation_requests"')
+    if key < 0:
+        return None
+    start = text.index('[', key) + 1
+    while text[start] in ' \n\r\t':
+        start += 1
+    if text[start] == ']':
+        return None
+    return json.JSONDecoder().raw_decode(text, start)[0]
+
+
+class SchedulerStats:
+    def __init__(self, label, workers, clients):
+        self.label = label
+        self.workers = workers
+        self.clients = clients
+        self.claims = 0
+        self.conflicts = 0
+        self.server_errors = 0
+        self.other_errors = 0
+        self.no_candidates = 0
+        self.claim_seconds = []
+        self.elapsed = 0.0
+        self.samples = []
+        self.touched = set()  # providers of successful claims
+        self.usage = {'consumer_count': 0}  # their 1.38 usages entry
+        self._lock = threading.Lock()
+
+    @property
+    def throughput(self):
+        return self.claims / self.elapsed if self.elapsed else 0.0
+
+    def note(self, field, sample=None):
+        with self._lock:
+            setattr(self, field, getattr(self, field) + 1)
+            if sample and len(self.samples) < 5:
+                self.samples.append(sample)
+
+    def claimed_ok(self, seconds, allocations):
+        with self._lock:
+            self.claims += 1
+            self.claim_seconds.append(seconds)
+            self.touched.update(allocations)
+            dataset.add_usage(self.usage, {
+                rp: alloc['resources'] for rp, alloc in allocations.items()})
+
+
+def scheduler_loop(server, clients, duration, limit, stats):
+    """``clients`` threads: GET candidates, claim the first, retry on 409."""
+    path = '/allocation_candidates?%s&limit=%d' % (SIMPLE, limit)
+    deadline = time.monotonic() + duration
+
+    def one_client(_):
+        attempt_started = time.perf_counter()
+        while time.monotonic() < deadline:
+            try:
+                resp = server.client.get(path, timeout=120)
+            except ConnectionFailed as exc:
+                stats.note('other_errors', str(exc))
+                continue
+            if resp.status != 200:
+                stats.note('server_errors' if resp.status >= 500
+                           else 'other_errors',
+                           'GET %s %s' % (resp.status, resp.body[:200]))
+                continue
+            request = first_allocation_request(resp.body.decode())
+            if request is None:
+                stats.note('no_candidates')
+                time.sleep(0.5)
+                continue
+            body = {'allocations': request['allocations'],
+                    'project_id': SCHEDULER_PROJECT,
+                    'user_id': SCHEDULER_USER,
+                    'consumer_generation': None,
+                    'consumer_type': dataset.CONSUMER_TYPE}
+            try:
+                put = server.client.put('/allocations/%s' % uuid.uuid4(),
+                                        body, timeout=120)
+            except ConnectionFailed as exc:
+                stats.note('other_errors', str(exc))
+                continue
+            if put.status == 204:
+                stats.claimed_ok(time.perf_counter() - attempt_started,
+                                 request['allocations'])
+                attempt_started = time.perf_counter()
+            elif put.status == 409:
+                stats.note('conflicts')
+            else:
+                stats.note('server_errors' if put.status >= 500
+                           else 'other_errors',
+                           'PUT %s %s' % (put.status, put.body[:200]))
+
+    started = time.monotonic()
+    run_bounded(one_client, range(clients), clients)
+    stats.elapsed = time.monotonic() - started
+    return stats
+
+
+def capacity_problems(server, runs, concurrency=4):
+    """Check, via the API, that no provider the scheduler runs touched is over
+    capacity and that the scheduler project's usages equal their claims."""
+    touched = set()
+    expected = {'consumer_count': 0}
+    for stats in runs:
+        touched |= stats.touched
+        for key, amount in stats.usage.items():
+            expected[key] = expected.get(key, 0) + amount
+    expected = ({dataset.CONSUMER_TYPE: expected}
+                if expected['consumer_count'] else {})
+    problems = []
+    lock = threading.Lock()
+
+    def check(rp):
+        inventories = server.client.expect(
+            'GET', '/resource_providers/%s/inventories' % rp
+        ).json()['inventories']
+        usages = server.client.expect(
+            'GET', '/resource_providers/%s/usages' % rp).json()['usages']
+        for rc, used in usages.items():
+            inv = inventories.get(rc)
+            if used and (inv is None or used > dataset.capacity(inv)):
+                with lock:
+                    problems.append('OVER CAPACITY %s %s: used %d of %s' % (
+                        rp, rc, used, inv and dataset.capacity(inv)))
+
+    run_bounded(check, sorted(touched), concurrency)
+    got = server.client.expect(
+        'GET', '/usages?project_id=' + urllib.parse.quote(SCHEDULER_PROJECT)
+    ).json()['usages']
+    if got != expected:
+        problems.append('scheduler project usages %s != successful claims %s'
+                        % (got, expected))
+    return problems

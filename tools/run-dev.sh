@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Start placement on http://127.0.0.1:8778 with SQLite and noauth2, for local
+# development. Creates .venv and .dev/ (config and database) on first use.
+# Extra arguments go to placement-api, e.g. tools/run-dev.sh --port 9000
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+. tools/venv.sh
+ensure_venv
+DEV_DIR=$PWD/.dev
+
+mkdir -p "$DEV_DIR"
+if [ ! -f "$DEV_DIR/placement.conf" ]; then
+    cat > "$DEV_DIR/placement.conf" <<CONF
+[api]
+auth_strategy = noauth2
+
+[placement_database]
+connection = sqlite:///$DEV_DIR/placement.sqlite
+CONF
+fi
+
+"$VENV/bin/placement-manage" --config-file "$DEV_DIR/placement.conf" db sync
+
+cat >&2 <<'WARN'
+################################################################################
+#  WARNING: auth_strategy = noauth2 -- this server TRUSTS ANYONE.
+#  Any client can claim any identity; the token "admin" is an administrator.
+#  Local development only: never expose it beyond this machine.
+#  Try: curl -H 'x-auth-token: admin' -H 'openstack-api-version: placement latest' \
+#            localhost:8778/resource_classes
+################################################################################
+WARN
+
+exec "$VENV/bin/placement-api" --host 127.0.0.1 --port 8778 "$@" \
+    -- --config-file "$DEV_DIR/placement.conf"
