@@ -1,8 +1,8 @@
 """Application factory: the Flask app and the WSGI middleware around it.
 
-Outermost first: default Accept, CORS (when configured), request id,
-authentication (keystone or noauth2), then Flask, which negotiates the
-microversion, routes, checks policy and renders errors.
+Outermost first: default Accept, CORS (when configured), request id, the
+request log, authentication (keystone or noauth2), then Flask, which
+negotiates the microversion, routes, checks policy and renders errors.
 """
 import http
 import logging
@@ -18,17 +18,15 @@ from werkzeug import exceptions as http_exceptions
 from placement.api import auth
 from placement.api import errors
 from placement.api import microversion
+from placement.api import requestlog
 from placement.api import routes
+from placement.api import wsgi
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard
 from placement import policy
 
 LOG = logging.getLogger(__name__)
-
-# The order Allow lists methods in, as upstream's route table does.
-_METHOD_ORDER = ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
-
 
 def create_app(conf, engine=None):
     """Build the full WSGI pipeline for one configuration."""
@@ -38,6 +36,7 @@ def create_app(conf, engine=None):
             migration.upgrade(engine)
     app = _flask_app(conf, engine)
     wsgi = auth.wrap(app, conf)
+    wsgi = requestlog.RequestLog(wsgi)
     wsgi = request_id_middleware.RequestId(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_middleware.CORS(wsgi, conf)
@@ -57,7 +56,7 @@ class _DefaultAccept:
 
 
 def _flask_app(conf, engine):
-    app = flask.Flask('placement')
+    app = flask.Flask('placement', static_folder=None)
     app.config.update(
         PLACEMENT_CONF=conf,
         PLACEMENT_DATABASE=_Database(engine),
@@ -88,12 +87,20 @@ def _negotiate():
     except microversion.VersionError as exc:
         error = errors.BadRequest if exc.acceptable else errors.NotAcceptable
         raise error('Invalid microversion: %s' % exc)
+    if _url_has_nul(request):
+        raise errors.BadRequest(wsgi.NUL_NOT_ALLOWED)
     if request.method in ('HEAD', 'OPTIONS') and request.url_rule:
         # HEAD matched the GET rule only; Allow lists every rule's methods.
         adapter = flask.current_app.create_url_adapter(request)
         raise http_exceptions.MethodNotAllowed(
             valid_methods=adapter.allowed_methods())
     flask.g.context = oslo_context.RequestContext.from_environ(environ)
+
+
+def _url_has_nul(request):
+    return '\x00' in request.path or any(
+        '\x00' in key or '\x00' in value
+        for key, value in request.args.items(multi=True))
 
 
 class _Database:
@@ -140,8 +147,8 @@ def _not_available(_error):
 
 def _http_exception(exc):
     if isinstance(exc, http_exceptions.MethodNotAllowed):
-        allowed = [m for m in _METHOD_ORDER if m in (exc.valid_methods or ())]
-        return _render_error(errors.MethodNotAllowed(allowed))
+        return _render_error(errors.MethodNotAllowed(
+            _declared_order(exc.valid_methods or ())))
     if isinstance(exc, http_exceptions.NotFound):
         return _render_error(errors.NotFound())
     if isinstance(exc, http_exceptions.BadRequest):
@@ -149,7 +156,27 @@ def _http_exception(exc):
     return exc
 
 
+def _declared_order(methods):
+    """The path's methods in the order their handlers are declared, which
+    follows upstream's route table (clients see it in Allow).
+    """
+    adapter = flask.current_app.create_url_adapter(flask.request)
+    # Rules compare equal by path alone: index them by identity.
+    position = {id(rule): index for index, rule in
+                enumerate(flask.current_app.url_map.iter_rules())}
+    found = []
+    for method in set(methods) - {'HEAD', 'OPTIONS'}:
+        rule, _args = adapter.match(method=method, return_rule=True)
+        found.append((position[id(rule)], method))
+    return [method for _index, method in sorted(found)]
+
+
 def _database_error(exc):
+    if isinstance(exc, sqlalchemy.exc.DataError):
+        # A value the schema let through but the column cannot hold.
+        LOG.warning('Rejected input the database cannot store: %s', exc.orig)
+        return _render_error(errors.BadRequest(
+            'Invalid input: a value does not fit the database.'))
     if db_engine.is_unreachable(exc):
         LOG.error('Database unreachable: %s', exc.orig)
         return _render_error(errors.ServiceUnavailable(

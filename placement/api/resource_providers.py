@@ -151,6 +151,22 @@ def show_resource_provider(uuid):
         view(row), last_modified=wsgi.last_modified_of([row]))
 
 
+@blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
+@wsgi.handler()
+def delete_resource_provider(uuid):
+    wsgi.authorize(policies.DELETE)
+    try:
+        wsgi.write(rp_db.delete, uuid)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    except rp_db.HasChildren as exc:
+        raise errors.Conflict(
+            str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
+    except rp_db.HasAllocations as exc:
+        raise errors.Conflict(str(exc), code=errors.PROVIDER_IN_USE)
+    return wsgi.empty_response()
+
+
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
 @wsgi.handler(content=True)
 def update_resource_provider(uuid):
@@ -182,19 +198,3 @@ def update_resource_provider(uuid):
     if microversion.is_at_least(wsgi.CACHE_HEADERS_VERSION):
         response.headers['Cache-Control'] = 'no-cache'
     return response
-
-
-@blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
-@wsgi.handler()
-def delete_resource_provider(uuid):
-    wsgi.authorize(policies.DELETE)
-    try:
-        wsgi.write(rp_db.delete, uuid)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
-    except rp_db.HasChildren as exc:
-        raise errors.Conflict(
-            str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
-    except rp_db.HasAllocations as exc:
-        raise errors.Conflict(str(exc), code=errors.PROVIDER_IN_USE)
-    return wsgi.empty_response()

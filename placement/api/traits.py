@@ -55,6 +55,18 @@ def list_traits():
                               last_modified=wsgi.last_modified_of(rows))
 
 
+@blueprint.route('/traits/<name>', methods=['GET'])
+@wsgi.handler(min_version='1.6', accept=False)
+def show_trait(name):
+    wsgi.authorize(policies.TRAITS_SHOW)
+    try:
+        row = wsgi.read(trait_db.get_by_name, name)
+    except exception.NotFound as exc:
+        raise errors.NotFound(str(exc))
+    return wsgi.empty_response(
+        204, last_modified=wsgi.last_modified_of([row]))
+
+
 @blueprint.route('/traits/<name>', methods=['PUT'])
 @wsgi.handler(min_version='1.6')
 def put_trait(name):
@@ -67,18 +79,6 @@ def put_trait(name):
     return wsgi.empty_response(
         201 if created else 204, location=wsgi.location('/traits/' + name),
         last_modified=wsgi.last_modified_of([row]))
-
-
-@blueprint.route('/traits/<name>', methods=['GET'])
-@wsgi.handler(min_version='1.6', accept=False)
-def show_trait(name):
-    wsgi.authorize(policies.TRAITS_SHOW)
-    try:
-        row = wsgi.read(trait_db.get_by_name, name)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
-    return wsgi.empty_response(
-        204, last_modified=wsgi.last_modified_of([row]))
 
 
 @blueprint.route('/traits/<name>', methods=['DELETE'])

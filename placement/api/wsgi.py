@@ -112,8 +112,26 @@ def json_body(schema):
         data = json.loads(raw)
     except ValueError as exc:
         raise errors.BadRequest('Malformed JSON: %s' % exc)
+    if _has_nul(data):
+        raise errors.BadRequest(NUL_NOT_ALLOWED)
     validate(data, schema)
     return data
+
+
+NUL_NOT_ALLOWED = 'Invalid input: NUL characters are not allowed.'
+
+
+def _has_nul(value):
+    """Whether a NUL hides anywhere in a JSON document: no backend stores
+    one the same way (PostgreSQL refuses it outright).
+    """
+    if isinstance(value, str):
+        return '\x00' in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def validate(data, schema, prefix='JSON does not validate',

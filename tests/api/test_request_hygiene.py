@@ -1,0 +1,50 @@
+"""Input no backend can store, and the Allow header's method order."""
+import pytest
+
+RP = '/resource_providers/11111111-1111-1111-1111-111111111111'
+
+
+@pytest.mark.parametrize('path', [
+    '/resource_providers?name=%00',
+    '/traits/CUSTOM_%00',
+    '/resource_classes/CUSTOM_%00',
+])
+def test_nul_in_url_is_a_400(api, path):
+    response = api.get(path)
+    assert response.status_code == 400
+    assert 'NUL characters are not allowed' in response.json[
+        'errors'][0]['detail']
+
+
+def test_nul_in_body_is_a_400_and_writes_nothing(api):
+    response = api.post('/resource_providers', json={'name': 'a\x00b'})
+    assert response.status_code == 400
+    assert api.get('/resource_providers').json['resource_providers'] == []
+
+
+# Upstream's route table order, which clients see in Allow.
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize('path, allow', [
+    ('/', 'GET'),
+    ('/resource_classes', 'GET, POST'),
+    ('/resource_classes/CUSTOM_X', 'GET, PUT, DELETE'),
+    ('/resource_providers', 'GET, POST'),
+    (RP, 'GET, DELETE, PUT'),
+    (RP + '/inventories', 'GET, POST, PUT, DELETE'),
+    (RP + '/inventories/VCPU', 'GET, PUT, DELETE'),
+    (RP + '/usages', 'GET'),
+    (RP + '/aggregates', 'GET, PUT'),
+    (RP + '/traits', 'GET, PUT, DELETE'),
+    (RP + '/allocations', 'GET'),
+    ('/traits', 'GET'),
+    ('/traits/CUSTOM_X', 'GET, PUT, DELETE'),
+    ('/allocations', 'POST'),
+    ('/allocations/11111111-1111-1111-1111-111111111111', 'GET, PUT, DELETE'),
+    ('/allocation_candidates', 'GET'),
+    ('/usages', 'GET'),
+    ('/reshaper', 'POST'),
+])
+def test_allow_lists_methods_in_route_table_order(api, path, allow):
+    response = api.patch(path)
+    assert response.status_code == 405
+    assert response.headers['Allow'] == allow
