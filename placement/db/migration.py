@@ -13,7 +13,6 @@ from alembic.runtime import migration as alembic_migration
 import sqlalchemy as sa
 
 from placement.db import engine as db_engine
-from placement.db import standard
 
 _PG_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
 _LOCK_TIMEOUT = 600  # seconds
@@ -23,14 +22,18 @@ _CANDIDATES = (_HERE / 'migrations', _HERE.parent.parent / 'alembic')
 
 
 def upgrade(engine, revision='head'):
-    """Migrate to ``revision``, then add any missing standard classes/traits.
+    """Migrate the schema to ``revision``.
 
     Existing upstream databases are adopted in place: the revision ids are
     upstream's, so only the steps they have not run yet are applied. Safe to
     call from several processes at once (e.g. API workers on startup).
+
+    Standard resource classes and traits are not rows of the schema: the
+    service inserts them when it first uses the database, as upstream does.
+    A schema copied table by table (``INSERT ... SELECT`` on MySQL would
+    renumber VCPU's id 0) therefore stays faithful.
     """
     db_engine.retry_on_transient(lambda: _migrate(engine, revision))
-    db_engine.retry_on_transient(lambda: _sync_standard(engine))
 
 
 def stamp(engine, revision):
@@ -90,11 +93,6 @@ def _migration_lock(connection):
     finally:
         connection.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
                            {'name': name})
-
-
-def _sync_standard(engine):
-    with engine.begin() as connection:
-        standard.sync_standard(connection)
 
 
 def _config(connection):

@@ -227,8 +227,15 @@ def _standard_rows(engine):
         return sorted(classes), sorted(traits)
 
 
+def test_schema_upgrade_leaves_standard_rows_to_the_service(engine):
+    migration.upgrade(engine)
+    assert _standard_rows(engine) == ([], [])
+
+
 def test_sync_standard_is_idempotent(engine):
     migration.upgrade(engine)
+    with engine.begin() as conn:
+        standard.sync_standard(conn)
     classes, traits = _standard_rows(engine)
     assert classes == list(enumerate(os_resource_classes.STANDARDS))
     assert classes[0] == (0, 'VCPU')  # MySQL must not turn 0 into an auto id
