@@ -54,8 +54,20 @@ Forbidden = _error('Forbidden', 403, webob.exc.HTTPForbidden)
 NotFound = _error('NotFound', 404, webob.exc.HTTPNotFound)
 Conflict = _error('Conflict', 409, webob.exc.HTTPConflict)
 NotAcceptable = _error('NotAcceptable', 406, webob.exc.HTTPNotAcceptable)
-UnsupportedMediaType = _error(
-    'UnsupportedMediaType', 415, webob.exc.HTTPUnsupportedMediaType)
+
+
+class UnsupportedMediaType(PlacementHTTPError):
+    status = 415
+    webob_class = webob.exc.HTTPUnsupportedMediaType
+
+    def to_wsgi(self, environ):
+        # webob's text names the request's media type; a request without
+        # one reads "None", as Python prints it.
+        if not environ.get('CONTENT_TYPE'):
+            environ['CONTENT_TYPE'] = 'None'
+        return super().to_wsgi(environ)
+
+
 ServiceUnavailable = _error(
     'ServiceUnavailable', 503, webob.exc.HTTPServiceUnavailable)
 InternalServerError = _error(

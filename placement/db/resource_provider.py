@@ -178,7 +178,8 @@ def _able_to_allocate(class_id, amount):
         # Beyond any max_unit; SQLite could not even bind it.
         return sa.select(_INV.c.resource_provider_id).where(sa.false())
     used = (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
-            .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id)
+            .where(_ALLOC.c.resource_provider_id
+                   == _INV.c.resource_provider_id)
             .where(_ALLOC.c.resource_class_id == class_id)
             .scalar_subquery())
     return (sa.select(_INV.c.resource_provider_id)
@@ -313,10 +314,15 @@ def delete(conn, uuid):
         raise exception.NotFound(
             'No resource provider with uuid %s found for delete' % uuid)
     provider_id = row['id']
+    # Clearing the root first both unblocks MySQL, which checks a row's
+    # foreign key to itself (a root is its own root) on delete, and locks
+    # the row before the checks below: an allocation writer bumps this
+    # row's generation before it commits, so it has either committed (and
+    # its allocations are seen) or waits and then finds the provider gone.
+    conn.execute(_RP.update().where(_RP.c.id == provider_id)
+                 .values(root_provider_id=None))
     if _exists(conn, _RP, _RP.c.parent_provider_id == provider_id):
-        raise HasChildren(
-            'Unable to delete parent resource provider %s: It has child '
-            'resource providers.' % uuid)
+        raise _has_children(uuid)
     if _exists(conn, _ALLOC, _ALLOC.c.resource_provider_id == provider_id):
         raise HasAllocations(
             'Unable to delete resource provider %s: Resource provider has '
@@ -324,11 +330,17 @@ def delete(conn, uuid):
     for table in (_INV, _RPT, _RPA):
         conn.execute(table.delete()
                      .where(table.c.resource_provider_id == provider_id))
-    # MySQL checks a row's foreign key to itself (a root is its own root)
-    # on delete: clear it first.
-    conn.execute(_RP.update().where(_RP.c.id == provider_id)
-                 .values(root_provider_id=None))
-    conn.execute(_RP.delete().where(_RP.c.id == provider_id))
+    try:
+        conn.execute(_RP.delete().where(_RP.c.id == provider_id))
+    except sa.exc.IntegrityError:
+        # A child created concurrently (PostgreSQL lets its foreign key
+        # check share the row lock taken above).
+        raise _has_children(uuid) from None
+
+
+def _has_children(uuid):
+    return HasChildren('Unable to delete parent resource provider %s: It '
+                       'has child resource providers.' % uuid)
 
 
 def _exists(conn, table, condition):

@@ -9,6 +9,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,55 +17,51 @@ import uuid as uuidlib
 
 import pytest
 
-SERVERS = 4
+WORKERS = 4
+THREADS = 4
 CLIENTS = 24
-# Time allowed for a server to start (a loaded 2-core machine is slow).
-START_TIMEOUT = 20
-
-
-class Server:
-    """A ``placement-api`` process on a free port."""
-
-    def __init__(self, config):
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', 'placement.cmd.api', '--port', '0', '--',
-             '--config-file', str(config)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env=dict(os.environ, PYTHONUNBUFFERED='1'))
-        self.port = None
-
-    def wait_ready(self):
-        deadline = time.monotonic() + START_TIMEOUT
-        for line in self.process.stdout:
-            if 'listening on http://' in line:
-                self.port = int(line.rsplit(':', 1)[1].strip(' /\n'))
-                return
-            if time.monotonic() > deadline:
-                break
-        pytest.fail('placement-api did not start')
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+# A loaded 2-core machine is slow to start even one server.
+START_TIMEOUT = 60
 
 
 @pytest.fixture
-def servers(backend, tmp_path):
-    config = tmp_path / 'placement.conf'
-    config.write_text('[api]\nauth_strategy = noauth2\n'
-                      '[placement_database]\nconnection = %s\n' % backend.url)
-    started = [Server(config) for _ in range(SERVERS)]
+def server(backend, tmp_path):
+    """The port of a gunicorn serving the app from WORKERS processes (the
+    app is imported once, then the processes fork), all on the test's
+    database.
+    """
+    (tmp_path / 'placement.conf').write_text(
+        '[api]\nauth_strategy = noauth2\n'
+        '[placement_database]\nconnection = %s\n' % backend.url)
+    log = tmp_path / 'gunicorn.log'
+    with open(log, 'w') as output:
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'gunicorn', '--preload',
+             '--workers', str(WORKERS), '--worker-class', 'gthread',
+             '--threads', str(THREADS), '--no-control-socket',
+             '--bind', '127.0.0.1:0', 'placement.wsgi.api:application'],
+            stdout=output, stderr=subprocess.STDOUT,
+            env=dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(tmp_path)))
     try:
-        for server in started:
-            server.wait_ready()
-        yield [server.port for server in started]
+        yield _wait_for_workers(process, log)
     finally:
-        for server in started:
-            server.stop()
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_workers(process, log):
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        text = log.read_text()
+        listening = re.search(r'Listening at: http://127.0.0.1:(\d+)', text)
+        if listening and text.count('Booting worker') >= WORKERS:
+            return int(listening.group(1))
+        time.sleep(0.2)
+    pytest.fail('gunicorn did not start:\n' + log.read_text()[-2000:])
 
 
 def _request(port, method, path, body=None, version='1.39'):
@@ -108,13 +105,13 @@ def _claim(port, resources):
     return consumer, resources, status, body
 
 
-def _race(ports, claims):
-    """Run the claims (lists of resources) at once, spread over the
-    servers; return [(consumer, resources, status, body)].
+def _race(port, claims):
+    """Run the claims (lists of resources) at once; return [(consumer,
+    resources, status, body)].
     """
     with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        futures = [pool.submit(_claim, ports[i % len(ports)], resources)
-                   for i, resources in enumerate(claims)]
+        futures = [pool.submit(_claim, port, resources)
+                   for resources in claims]
         return [future.result() for future in futures]
 
 
@@ -162,35 +159,35 @@ def _fill(port, resources):
         fitted += 1
 
 
-def test_racing_claims_never_exceed_capacity(servers):
-    # One test, so that the servers start once per backend.
-    _last_units_of_one_provider(servers)
-    _compute_node_and_sharing_provider(servers)
+def test_racing_claims_never_exceed_capacity(server):
+    # One test, so that the server starts once per backend.
+    _last_units_of_one_provider(server)
+    _compute_node_and_sharing_provider(server)
 
 
-def _last_units_of_one_provider(servers):
+def _last_units_of_one_provider(server):
     capacity = 10
-    provider = _provider(servers[0], {'VCPU': {'total': capacity}})
+    provider = _provider(server, {'VCPU': {'total': capacity}})
     # A little more than there is, so the last units are contended.
-    outcomes = _race(servers, [{provider: {'VCPU': 1}}] * 16
+    outcomes = _race(server, [{provider: {'VCPU': 1}}] * 16
                      + [{provider: {'VCPU': 2}}] * 8)
     winners = _check_outcomes(outcomes)
 
     acknowledged = _acknowledged(winners, provider)
     used = sum(r['VCPU'] for r in acknowledged.values())
     assert 0 < used <= capacity
-    assert _holders(servers[1], provider) == acknowledged
-    assert _usage(servers[2], provider) == {'VCPU': used}
+    assert _holders(server, provider) == acknowledged
+    assert _usage(server, provider) == {'VCPU': used}
     # No hidden usage: what is left can still be claimed, exactly.
-    assert _fill(servers[3], {provider: {'VCPU': 1}}) == capacity - used
+    assert _fill(server, {provider: {'VCPU': 1}}) == capacity - used
 
 
-def _compute_node_and_sharing_provider(servers):
+def _compute_node_and_sharing_provider(server):
     vcpus, disk = 12, 6
-    compute = _provider(servers[0], {'VCPU': {'total': vcpus}})
-    shared = _provider(servers[0], {'DISK_GB': {'total': disk}})
+    compute = _provider(server, {'VCPU': {'total': vcpus}})
+    shared = _provider(server, {'DISK_GB': {'total': disk}})
     both = {compute: {'VCPU': 1}, shared: {'DISK_GB': 1}}
-    outcomes = _race(servers, [both, {compute: {'VCPU': 1}}] * 12)
+    outcomes = _race(server, [both, {compute: {'VCPU': 1}}] * 12)
     winners = _check_outcomes(outcomes)
 
     on_compute = _acknowledged(winners, compute)
@@ -200,9 +197,9 @@ def _compute_node_and_sharing_provider(servers):
     assert all(resources == both for consumer, resources in winners
                if consumer in on_shared)
     assert 0 < len(on_compute) <= vcpus and len(on_shared) <= disk
-    assert _holders(servers[1], compute) == on_compute
-    assert _holders(servers[2], shared) == on_shared
-    assert _usage(servers[3], compute) == {'VCPU': len(on_compute)}
-    assert _usage(servers[3], shared) == {'DISK_GB': len(on_shared)}
-    assert _fill(servers[0], {shared: {'DISK_GB': 1}}) == disk - len(
+    assert _holders(server, compute) == on_compute
+    assert _holders(server, shared) == on_shared
+    assert _usage(server, compute) == {'VCPU': len(on_compute)}
+    assert _usage(server, shared) == {'DISK_GB': len(on_shared)}
+    assert _fill(server, {shared: {'DISK_GB': 1}}) == disk - len(
         on_shared)

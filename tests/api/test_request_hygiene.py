@@ -48,3 +48,11 @@ def test_allow_lists_methods_in_route_table_order(api, path, allow):
     response = api.patch(path)
     assert response.status_code == 405
     assert response.headers['Allow'] == allow
+
+
+def test_415_names_a_missing_media_type_none(api):
+    response = api.put('/resource_providers/'
+                       'd3a64825-8228-4ccb-8a6c-1c6d3eb6a3e8')
+    assert response.status_code == 415
+    assert ('The request media type None is not supported by this server.'
+            in response.json['errors'][0]['detail'])
