@@ -163,6 +163,7 @@ def test_racing_claims_never_exceed_capacity(server):
     # One test, so that the server starts once per backend.
     _last_units_of_one_provider(server)
     _compute_node_and_sharing_provider(server)
+    _delete_racing_claims(server)
 
 
 def _last_units_of_one_provider(server):
@@ -203,3 +204,29 @@ def _compute_node_and_sharing_provider(server):
     assert _usage(server, shared) == {'DISK_GB': len(on_shared)}
     assert _fill(server, {shared: {'DISK_GB': 1}}) == disk - len(
         on_shared)
+
+
+def _delete_racing_claims(server):
+    """A provider deleted while claims race for it: either the delete wins
+    (and no acknowledged claim holds it) or a claim does (and the delete
+    is refused with 409), never both, never a 500.
+    """
+    for _ in range(3):
+        provider = _provider(server, {'VCPU': {'total': 100}})
+        with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+            deletion = pool.submit(_request, server, 'DELETE',
+                                   '/resource_providers/' + provider)
+            claims = [pool.submit(_claim, server, {provider: {'VCPU': 1}})
+                      for _ in range(8)]
+            deleted, body = deletion.result()
+            outcomes = [claim.result() for claim in claims]
+        assert deleted in (204, 409), (deleted, body)
+        claimed = [consumer for consumer, _, status, _ in outcomes
+                   if status == 204]
+        for _, _, status, response in outcomes:
+            assert status in (204, 400, 404, 409), (status, response)
+        if deleted == 204:
+            assert claimed == []
+        else:
+            assert claimed
+            assert set(_holders(server, provider)) == set(claimed)
