@@ -81,6 +81,7 @@ def _negotiate():
     """Parse the microversion and build the request context."""
     request = flask.request
     environ = request.environ
+    flask.g.context = oslo_context.RequestContext.from_environ(environ)
     environ[microversion.ENVIRON_KEY] = None
     try:
         environ[microversion.ENVIRON_KEY] = microversion.extract(environ)
@@ -94,7 +95,6 @@ def _negotiate():
         adapter = flask.current_app.create_url_adapter(request)
         raise http_exceptions.MethodNotAllowed(
             valid_methods=adapter.allowed_methods())
-    flask.g.context = oslo_context.RequestContext.from_environ(environ)
 
 
 def _url_has_nul(request):
@@ -172,7 +172,7 @@ def _declared_order(methods):
 
 
 def _database_error(exc):
-    if isinstance(exc, sqlalchemy.exc.DataError):
+    if db_engine.is_unstorable_value(exc):
         # A value the schema let through but the column cannot hold.
         LOG.warning('Rejected input the database cannot store: %s', exc.orig)
         return _render_error(errors.BadRequest(

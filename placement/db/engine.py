@@ -105,6 +105,19 @@ def is_transient(exc):
     return _is_sqlite_busy(orig)
 
 
+# Text the table's character set cannot hold (a utf8mb3 table adopted from
+# an old deployment refuses 4-byte UTF-8), or a value too big for a column.
+_MYSQL_UNSTORABLE = {1267, 1366, 1406, 1264}
+
+
+def is_unstorable_value(exc):
+    """True if the database refused a value itself, not the statement."""
+    if isinstance(exc, sa.exc.DataError):
+        return True
+    code = _mysql_code(_dbapi_error(exc))
+    return code in _MYSQL_UNSTORABLE
+
+
 def is_unreachable(exc):
     """True if the database could not be connected to at all (answer 503)."""
     orig = _dbapi_error(exc)

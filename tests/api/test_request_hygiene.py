@@ -56,3 +56,26 @@ def test_415_names_a_missing_media_type_none(api):
     assert response.status_code == 415
     assert ('The request media type None is not supported by this server.'
             in response.json['errors'][0]['detail'])
+
+
+def test_text_an_adopted_utf8mb3_table_cannot_hold_is_a_400(api, backend):
+    """An upstream database created with 3-byte utf8 refuses emoji: a
+    clear 400, not a 500."""
+    if backend.name != 'mysql':
+        pytest.skip('only MySQL tables have a 3-byte character set')
+    convert = ('ALTER TABLE resource_providers CONVERT TO CHARACTER SET %s '
+               'COLLATE %s')
+    with backend.engine.begin() as conn:
+        collation = conn.exec_driver_sql(
+            "SELECT table_collation FROM information_schema.tables WHERE "
+            "table_schema = DATABASE() AND table_name = 'resource_providers'"
+        ).scalar()
+        conn.exec_driver_sql(convert % ('utf8mb3', 'utf8mb3_general_ci'))
+    try:
+        response = api.post('/resource_providers',
+                            json={'name': 'rack \U0001F680'})
+    finally:
+        with backend.engine.begin() as conn:
+            conn.exec_driver_sql(convert % ('utf8mb4', collation))
+    assert response.status_code == 400, response.text
+    assert api.get('/resource_providers').json['resource_providers'] == []

@@ -1,4 +1,5 @@
-"""The explicit package list in pyproject.toml must cover every package."""
+"""pyproject.toml must ship every package and the data files inside them."""
+import fnmatch
 import pathlib
 import tomllib
 
@@ -21,3 +22,15 @@ def test_migrations_ship_as_package_data():
     assert package_dir['placement.db.migrations'] == 'alembic'
     assert (ROOT / 'alembic' / 'env.py').is_file()
     assert list((ROOT / 'alembic' / 'versions').glob('*.py'))
+
+
+def test_data_files_inside_packages_ship():
+    config = tomllib.loads((ROOT / 'pyproject.toml').read_text())
+    package_data = config['tool']['setuptools']['package-data']
+    for path in (ROOT / 'placement').rglob('*'):
+        if (not path.is_file() or path.suffix in ('.py', '.pyc')
+                or '__pycache__' in path.parts):
+            continue
+        package = '.'.join(path.parent.relative_to(ROOT).parts)
+        assert any(fnmatch.fnmatch(path.name, pattern)
+                   for pattern in package_data.get(package, ())), path

@@ -1,0 +1,35 @@
+# gunicorn settings for the placement API:
+#
+#   gunicorn -c /etc/placement/gunicorn.conf.py
+#
+# Command-line options override these (e.g. --bind 127.0.0.1:8778).
+# placement keeps no state between requests and settles concurrent claims in
+# the database, so several workers (and several hosts) may share a database.
+
+wsgi_app = 'placement.wsgi.api:application'
+bind = ['0.0.0.0:8778']
+
+# Worker processes, each with its own threads and database connections.
+# Roughly 2 x CPU cores in all; threads overlap the time spent waiting on
+# the database.
+workers = 4
+worker_class = 'gthread'
+threads = 4
+
+# Seconds a request may take before its worker is restarted: generous, for
+# large allocation candidate queries.
+timeout = 120
+graceful_timeout = 30
+keepalive = 5
+
+# Where placement.conf is (without it: /etc/placement/placement.conf).
+raw_env = ['OS_PLACEMENT_CONFIG_DIR=/etc/placement']
+
+# Each worker loads the application itself, after the fork: database
+# connections are never shared between processes.
+preload_app = False
+
+# placement logs one line per request itself (logger placement.requestlog,
+# with the request id); gunicorn's access log would repeat it.
+accesslog = None
+errorlog = '-'

@@ -1,0 +1,157 @@
+"""The service under a real Apache httpd and mod_wsgi, configured by the
+shipped etc/apache2/placement-api.conf (4 daemon processes x 4 threads,
+mounted at /placement), on every database backend.
+
+Apache runs in the foreground on a free port with its own ServerRoot,
+PidFile and ErrorLog in a temporary folder; the mod_wsgi module is the one
+built for this Python by `pip install mod_wsgi` (tools/integration-deps.sh
+installs it and Apache). Through /placement: links carry the prefix,
+32 clients race for the last units of one provider without over-allocating,
+and the request log reaches Apache's error log, from several processes.
+
+mod_wsgi refuses to run daemon processes as root, so when the tests run as
+root Apache is started as www-data; it is given CAP_DAC_READ_SEARCH so that
+it can read the Python, venv and checkout wherever they are (CI's may be
+under /root), and its folder (with the SQLite database) belongs to it.
+"""
+import os
+import pathlib
+import pwd
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import make_conf
+from conftest import unavailable
+import live_server
+from placement.db import engine as db_engine
+from placement.db import migration
+import placement.wsgi
+import wsgi_process
+
+pytestmark = pytest.mark.integration
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SAMPLE_CONFIG = REPO / 'etc' / 'apache2' / 'placement-api.conf'
+# Debian's account for Apache, used when the tests run as root.
+APACHE_USER = 'www-data'
+INSTALL_HINT = 'run tools/integration-deps.sh'
+
+
+def _apache_binary():
+    for name in ('apache2', 'httpd'):
+        found = shutil.which(name, path=os.environ.get('PATH', '') +
+                             ':/usr/sbin:/usr/local/sbin')
+        if found:
+            return found
+    unavailable('Apache httpd is not installed (%s): the Apache tests are '
+                'NOT being run' % INSTALL_HINT)
+
+
+def _query(command):
+    try:
+        return subprocess.run(command, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        unavailable('%s failed (%s): the Apache tests are NOT being run: %s'
+                    % (command[0], INSTALL_HINT, exc))
+
+
+@pytest.fixture(scope='module')
+def httpd():
+    """The Apache binary and the config lines that load its modules."""
+    binary = _apache_binary()
+    modules = pathlib.Path(_query(['apxs', '-q', 'LIBEXECDIR']))
+    express = pathlib.Path(sys.executable).parent / 'mod_wsgi-express'
+    if not express.exists():
+        unavailable('mod_wsgi is not installed in %s (%s): the Apache tests '
+                    'are NOT being run' % (sys.prefix, INSTALL_HINT))
+    loads = ['LoadModule %s_module "%s"' % (name, modules / ('mod_%s.so'
+                                                             % name))
+             for name in ('mpm_event', 'authz_core')]
+    loads.append(_query([str(express), 'module-config']))
+    return binary, '\n'.join(loads)
+
+
+def _run_as():
+    """(command prefix, pwd entry of the account) for running Apache."""
+    if os.geteuid() != 0:
+        return [], pwd.getpwuid(os.geteuid())
+    setpriv = shutil.which('setpriv')
+    try:
+        user = pwd.getpwnam(APACHE_USER)
+    except KeyError:
+        user = None
+    if not setpriv or not user:
+        unavailable('running Apache as %s needs that user and setpriv: the '
+                    'Apache tests are NOT being run' % APACHE_USER)
+    prefix = [setpriv, '--reuid', str(user.pw_uid), '--regid',
+              str(user.pw_gid), '--clear-groups',
+              '--inh-caps', '+dac_read_search',
+              '--ambient-caps', '+dac_read_search']
+    return prefix, user
+
+
+def _database_url(backend, folder):
+    """The backend's database; on SQLite a file of Apache's own, as the
+    daemons must write it and its folder (WAL files).
+    """
+    if backend.name != 'sqlite':
+        return backend.url
+    url = 'sqlite:///%s' % (folder / 'placement.db')
+    engine = db_engine.create_engine(make_conf(url))
+    migration.upgrade(engine)
+    engine.dispose()
+    return url
+
+
+def _chown_tree(folder, user):
+    for path in [folder, *folder.rglob('*')]:
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+@pytest.fixture
+def apache(httpd, backend, tmp_path):
+    binary, module_lines = httpd
+    prefix, user = _run_as()
+    root = tmp_path / 'apache'
+    (root / 'run').mkdir(parents=True)
+    port = wsgi_process.free_port()
+    wsgi_process.write_config(root / 'placement.conf', {
+        'api': {'auth_strategy': 'noauth2'},
+        'placement_database': {'connection': _database_url(backend, root)},
+    })
+    (root / 'httpd.conf').write_text('\n'.join([
+        'ServerRoot "%s"' % root,
+        'ServerName 127.0.0.1',
+        'Listen 127.0.0.1:%d' % port,
+        'PidFile "%s"' % (root / 'httpd.pid'),
+        'ErrorLog "%s"' % (root / 'error.log'),
+        'DefaultRuntimeDir "%s"' % (root / 'run'),
+        module_lines,
+        'WSGISocketPrefix "%s"' % (root / 'run' / 'wsgi'),
+        'Define PLACEMENT_VENV "%s"' % sys.prefix,
+        'Define PLACEMENT_WSGI_DIR "%s"'
+        % pathlib.Path(placement.wsgi.__file__).parent,
+        'Define PLACEMENT_USER %s' % user.pw_name,
+        'Define PLACEMENT_GROUP #%d' % user.pw_gid,
+        'Include "%s"' % SAMPLE_CONFIG,
+        '',
+    ]))
+    if prefix:
+        _chown_tree(root, user)
+    client = live_server.Client('http://127.0.0.1:%d/placement' % port)
+    with live_server.running(
+            prefix + [binary, '-f', root / 'httpd.conf', '-DFOREGROUND'],
+            client, root / 'console.log',
+            env=dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(root))):
+        yield client, root / 'error.log'
+
+
+def test_serves_under_apache(apache):
+    client, error_log = apache
+    live_server.check_links_carry_prefix(client)
+    contenders = live_server.claim_race(client)
+    live_server.check_request_log(error_log, client, contenders)

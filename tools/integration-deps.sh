@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Install what the integration tests (tests/integration, marker
+# `integration`) need beyond the project's Python requirements: Debian's
+# Apache httpd with its development files, and mod_wsgi built for the test
+# venv's Python. Idempotent: each step runs only when its result is missing,
+# and the package lists are refreshed only when apt cannot find or fetch a
+# package.
+#   tools/integration-deps.sh            # into $VENV (default .venv)
+#   VENV=/path/to/venv tools/integration-deps.sh
+# Needs root for apt-get (CI runs as root).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+. tools/venv.sh
+
+APT_PACKAGES=(apache2 apache2-dev)
+
+missing_packages() {
+    local package
+    for package in "${APT_PACKAGES[@]}"; do
+        if [ "$(dpkg-query -W -f='${db:Status-Status}' "$package" \
+                2>/dev/null)" != installed ]; then
+            echo "$package"
+        fi
+    done
+}
+
+apt_knows() {
+    local package
+    for package in "$@"; do
+        apt-cache show "$package" >/dev/null 2>&1 || return 1
+    done
+}
+
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y \
+        --no-install-recommends "$@"
+}
+
+install_apache() {
+    # shellcheck disable=SC2046  # one package name per word
+    set -- $(missing_packages)
+    [ "$#" -gt 0 ] || return 0
+    local refreshed=
+    if ! apt_knows "$@"; then
+        echo "Refreshing the apt package lists" >&2
+        apt-get update
+        refreshed=yes
+    fi
+    echo "Installing $*" >&2
+    if ! apt_install "$@"; then
+        # Stale lists name package versions the mirror no longer has.
+        [ -z "$refreshed" ] || return 1
+        echo "Refreshing the apt package lists and retrying" >&2
+        apt-get update
+        apt_install "$@"
+    fi
+}
+
+install_mod_wsgi() {
+    if [ -x "$VENV/bin/mod_wsgi-express" ]; then
+        return 0
+    fi
+    echo "Building mod_wsgi for $VENV" >&2
+    # apxs from apache2-dev tells the build where Apache's headers are.
+    "$VENV/bin/python" -m pip install --quiet mod_wsgi
+}
+
+install_apache
+ensure_venv
+install_mod_wsgi
