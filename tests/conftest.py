@@ -21,6 +21,7 @@ Backends
 
     Tests that do not care about the database run on SQLite only when marked
     ``@pytest.mark.sqlite_only`` (or with ``pytestmark`` for a module).
+    Data can be set up directly with ``backend.engine`` where no API exists.
 
 Configuration and application
     ``conf_factory(**overrides)`` returns a fresh oslo.config ConfigOpts:
@@ -36,7 +37,11 @@ Client
     (path, json=None, version='1.39', token='admin', headers=None)`` return
     werkzeug test responses (``.status_code``, ``.headers``, ``.json``,
     ``.text``). ``version=None`` or ``token=None`` leave that header out;
-    ``headers`` adds or replaces headers (a None value removes one).
+    ``headers`` adds or replaces headers (a None value removes one). Other
+    keywords go to werkzeug's ``Client.open`` (e.g. ``data='raw body'``);
+    ``api.request('HEAD', path, ...)`` sends any other method. Tokens follow
+    noauth2: ``admin`` has the admin role, ``user[:project]`` none unless
+    an ``X-Roles`` header says otherwise.
 
     ``api_factory(prefix='', shared_engine=True, **overrides)`` builds a
     client on a new app with configuration overrides, optionally mounted
@@ -60,6 +65,8 @@ from placement.db import migration
 from placement.db import standard
 from placement.db import tables
 
+import sql_rows
+
 BACKENDS = ('sqlite', 'mysql', 'postgresql')
 SERVERS = {
     'mysql': os.environ.get('PLACEMENT_TEST_MYSQL_URL',
@@ -70,11 +77,25 @@ SERVERS = {
 }
 DEFAULT_VERSION = '1.39'
 ADMIN_TOKEN = 'admin'
+# Backend name -> why its server could not be used, for the final summary.
+_UNREACHABLE = {}
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'sqlite_only: run a backend-using test on SQLite only')
+    config.addinivalue_line(
+        'markers', 'integration: runs real servers (Apache, gunicorn, '
+        'Keystone); deselect with -m "not integration"')
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _UNREACHABLE:
+        return
+    terminalreporter.section('DATABASE BACKENDS NOT TESTED', sep='!',
+                             red=True, bold=True)
+    for reason in _UNREACHABLE.values():
+        terminalreporter.line(reason, red=True, bold=True)
 
 
 def _selected_backends():
@@ -126,17 +147,16 @@ class _Databases:
         self._tmp_dir = tmp_dir
         self._name = 'ptest_' + uuid.uuid4().hex[:12]
         self._backends = {}
-        self._errors = {}
         self._admin_engines = {}
 
     def get(self, name):
-        if name in self._errors:
-            unavailable(self._errors[name])
+        if name in _UNREACHABLE:
+            unavailable(_UNREACHABLE[name])
         if name not in self._backends:
             try:
                 self._backends[name] = self._create(name)
             except _ServerUnreachable as exc:
-                self._errors[name] = str(exc)
+                _UNREACHABLE[name] = str(exc)
                 unavailable(str(exc))
         return self._backends[name]
 
@@ -168,11 +188,10 @@ class _Databases:
         return engine
 
     def drop_all(self):
-        for name, backend in self._backends.items():
+        for backend in self._backends.values():
             backend.engine.dispose()
-            admin = self._admin_engines.get(name)
-            if admin is None:
-                continue
+        # Every database created, even one whose migration failed.
+        for name, admin in self._admin_engines.items():
             with admin.connect() as conn:
                 if name == 'postgresql':
                     conn.exec_driver_sql(
@@ -301,3 +320,10 @@ def api_factory(backend, conf_factory):
             conf_factory(**overrides), engine=engine)
         return ApiClient(application, prefix=prefix)
     return build
+
+
+@pytest.fixture
+def provider(backend):
+    """A resource provider row inserted directly (see sql_rows.provider)."""
+    with backend.engine.begin() as conn:
+        return sql_rows.provider(conn)

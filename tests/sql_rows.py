@@ -42,4 +42,3 @@ def allocate(conn, provider_id, resources, project='project', user='user',
          'resource_class_id': class_ids[name], 'used': used}
         for name, used in resources.items()])
     return consumer
-

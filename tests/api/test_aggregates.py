@@ -3,6 +3,7 @@ import uuid as uuidlib
 
 import pytest
 
+import error_text
 import sql_rows
 
 
@@ -11,18 +12,8 @@ def _uuid():
 
 
 @pytest.fixture
-def provider(backend):
-    with backend.engine.begin() as conn:
-        return sql_rows.provider(conn)
-
-
-@pytest.fixture
 def path(provider):
     return '/resource_providers/%s/aggregates' % provider['uuid']
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].rstrip()
 
 
 def _generation(api, provider):
@@ -110,7 +101,7 @@ def test_aggregates_are_shared(api, path, backend):
 def test_bad_bodies(api, path, version, body, message):
     response = api.put(path, json=body, version=version)
     assert response.status_code == 400
-    assert message in _detail(response)
+    assert message in error_text.detail(response)
 
 
 def test_uuids_are_stored_as_given(api, path):

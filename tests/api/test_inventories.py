@@ -3,24 +3,15 @@ import uuid as uuidlib
 
 import pytest
 
+import error_text
 import sql_rows
 
 MISSING = str(uuidlib.uuid4())
 
 
 @pytest.fixture
-def provider(backend):
-    with backend.engine.begin() as conn:
-        return sql_rows.provider(conn)
-
-
-@pytest.fixture
 def path(provider):
     return '/resource_providers/%s/inventories' % provider['uuid']
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].rstrip()
 
 
 def _code(response):
@@ -70,9 +61,9 @@ def test_create_show_list(api, path, provider):
 def test_missing_provider(api):
     base = '/resource_providers/%s/inventories' % MISSING
     message = 'No resource provider with uuid %s found' % MISSING
-    assert _detail(api.get(base)).endswith(
+    assert error_text.detail(api.get(base)).endswith(
         '%s : %s' % (message, message))
-    assert _detail(api.get(base + '/VCPU')).endswith(
+    assert error_text.detail(api.get(base + '/VCPU')).endswith(
         '%s : %s' % (message, message))
     # Writes look the provider up before reading the body.
     for response in (api.post(base, json={'bogus': 1}),
@@ -81,7 +72,7 @@ def test_missing_provider(api):
                      api.delete(base + '/VCPU'),
                      api.delete(base)):
         assert response.status_code == 404
-        assert _detail(response).endswith(message)
+        assert error_text.detail(response).endswith(message)
 
 
 @pytest.mark.parametrize('body, expected', [
@@ -103,8 +94,8 @@ def test_missing_provider(api):
 def test_create_invalid_body(api, path, body, expected):
     response = api.post(path, json=body)
     assert response.status_code == 400
-    assert 'JSON does not validate' in _detail(response)
-    assert expected in _detail(response)
+    assert 'JSON does not validate' in error_text.detail(response)
+    assert expected in error_text.detail(response)
     assert api.get(path).json['resource_provider_generation'] == 0
 
 
@@ -112,7 +103,7 @@ def test_create_malformed_and_media_type(api, path):
     response = api.post(path, data='{"foo": }',
                         headers={'Content-Type': 'application/json'})
     assert response.status_code == 400
-    assert 'Malformed JSON' in _detail(response)
+    assert 'Malformed JSON' in error_text.detail(response)
     response = api.post(path, data='{}', headers={
         'Content-Type': 'text/plain'})
     assert response.status_code == 415
@@ -122,7 +113,7 @@ def test_create_capacity_depends_on_version(api, path, provider):
     full = {'resource_class': 'DISK_GB', 'total': 10, 'reserved': 10}
     response = api.post(path, json=full, version='1.25')
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.detail(response).endswith(
         "Unable to create inventory for resource provider %s: Invalid "
         "inventory for 'DISK_GB' on resource provider '%s'. The reserved "
         "value is greater than or equal to total." % (
@@ -131,7 +122,7 @@ def test_create_capacity_depends_on_version(api, path, provider):
     over = dict(full, resource_class='VCPU', reserved=11)
     response = api.post(path, json=over, version='1.26')
     assert response.status_code == 400
-    assert _detail(response).endswith('The reserved value is greater than '
+    assert error_text.detail(response).endswith('The reserved value is greater than '
                                       'total.')
 
 
@@ -139,14 +130,14 @@ def test_create_unknown_class_and_duplicate(api, path, provider):
     response = api.post(path, json={'resource_class': 'NO_CLASS_14',
                                     'total': 1})
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.detail(response).endswith(
         'Unable to create inventory for resource provider %s: No such '
         'resource class NO_CLASS_14.' % provider['uuid'])
     assert api.post(path, json={'resource_class': 'VCPU',
                                 'total': 1}).status_code == 201
     response = api.post(path, json={'resource_class': 'VCPU', 'total': 1})
     assert response.status_code == 409
-    assert 'Update conflict' in _detail(response)
+    assert 'Update conflict' in error_text.detail(response)
     assert _code(response) == 'placement.concurrent_update'
     assert api.get(path).json['resource_provider_generation'] == 1
 
@@ -170,31 +161,31 @@ def test_update_one_errors(api, path, provider):
     stale = api.put(path + '/VCPU', json={
         'resource_provider_generation': 0, 'total': 16})
     assert stale.status_code == 409
-    assert _detail(stale).endswith('resource provider generation conflict')
+    assert error_text.detail(stale).endswith('resource provider generation conflict')
     assert _code(stale) == 'placement.concurrent_update'
 
     absent = api.put(path + '/MEMORY_MB', json={
         'resource_provider_generation': 1, 'total': 16})
     assert absent.status_code == 400
-    assert _detail(absent).endswith(
+    assert error_text.detail(absent).endswith(
         'No inventory record with resource class for resource provider '
         '%s: No inventory of class MEMORY_MB found.' % provider['uuid'])
 
     unknown = api.put(path + '/HOUSE', json={
         'resource_provider_generation': 1, 'total': 16})
     assert unknown.status_code == 404
-    assert _detail(unknown).endswith('No such resource class HOUSE.')
+    assert error_text.detail(unknown).endswith('No such resource class HOUSE.')
 
     full = {'resource_provider_generation': 1, 'total': 8, 'reserved': 8}
     response = api.put(path + '/VCPU', json=full, version='1.25')
     assert response.status_code == 400
-    assert 'Unable to update inventory for resource provider' in _detail(
+    assert 'Unable to update inventory for resource provider' in error_text.detail(
         response)
 
     no_generation = api.put(path + '/VCPU', json={'total': 16})
     assert no_generation.status_code == 400
     assert ("'resource_provider_generation' is a required property"
-            in _detail(no_generation))
+            in error_text.detail(no_generation))
 
     assert api.get(path).json['resource_provider_generation'] == 1
     assert api.put(path + '/VCPU', json=full,
@@ -243,7 +234,7 @@ def test_replace_all_errors(api, path, generation, inventories, status,
                             expected):
     response = _put_all(api, path, generation, inventories, version='1.23')
     assert response.status_code == status
-    assert expected in _detail(response)
+    assert expected in error_text.detail(response)
     assert api.get(path).json == {'resource_provider_generation': 0,
                                   'inventories': {}}
 
@@ -263,11 +254,11 @@ def test_delete_one(api, path):
 
     again = api.delete(path + '/VCPU')
     assert again.status_code == 404
-    assert _detail(again).endswith(
+    assert error_text.detail(again).endswith(
         'No inventory of class VCPU found for delete: No inventory of class '
         'VCPU found for delete')
     unknown = api.delete(path + '/HOUSE')
-    assert _detail(unknown).endswith(
+    assert error_text.detail(unknown).endswith(
         'No inventory of class HOUSE found for delete: No such resource '
         'class HOUSE.')
 
@@ -292,17 +283,17 @@ def test_in_use(api, path, provider, backend):
 
     response = api.delete(path, version='1.23')
     assert response.status_code == 409
-    assert _detail(response).endswith(in_use)
+    assert error_text.detail(response).endswith(in_use)
     assert _code(response) == 'placement.inventory.inuse'
 
     response = _put_all(api, path, 1, {}, version='1.23')
     assert response.status_code == 409
-    assert _detail(response).endswith('update conflict: ' + in_use)
+    assert error_text.detail(response).endswith('update conflict: ' + in_use)
     assert _code(response) == 'placement.inventory.inuse'
 
     response = api.delete(path + '/DISK_GB')
     assert response.status_code == 409
-    assert _detail(response).endswith(
+    assert error_text.detail(response).endswith(
         "Unable to delete inventory of class DISK_GB: Inventory for "
         "'DISK_GB' on resource provider '%s' in use." % provider['uuid'])
     assert _code(response) == 'placement.concurrent_update'

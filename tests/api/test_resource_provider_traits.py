@@ -3,22 +3,12 @@ import uuid as uuidlib
 
 import pytest
 
-import sql_rows
-
-
-@pytest.fixture
-def provider(backend):
-    with backend.engine.begin() as conn:
-        return sql_rows.provider(conn)
+import error_text
 
 
 @pytest.fixture
 def path(provider):
     return '/resource_providers/%s/traits' % provider['uuid']
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].rstrip()
 
 
 def _put(api, path, traits, generation, **kwargs):
@@ -38,9 +28,9 @@ def test_missing_provider(api):
     path = '/resource_providers/%s/traits' % missing
     message = 'No resource provider with uuid %s found' % missing
     # Upstream's GET repeats the message.
-    assert _detail(api.get(path)).endswith(message + ': ' + message)
-    assert _detail(_put(api, path, [], 0)).endswith(message)
-    assert _detail(api.delete(path)).endswith(message)
+    assert error_text.detail(api.get(path)).endswith(message + ': ' + message)
+    assert error_text.detail(_put(api, path, [], 0)).endswith(message)
+    assert error_text.detail(api.delete(path)).endswith(message)
 
 
 def test_replace_list_and_delete(api, path):
@@ -78,7 +68,7 @@ def test_generation_moves_only_on_change(api, path):
     stale = _put(api, path, ['HW_CPU_X86_VMX'], 0)
     assert stale.status_code == 409
     assert stale.json['errors'][0]['code'] == 'placement.concurrent_update'
-    assert _detail(stale).endswith(
+    assert error_text.detail(stale).endswith(
         "Resource provider's generation already changed. Please update the "
         "generation and try again.")
     api.delete(path)
@@ -90,7 +80,7 @@ def test_unknown_traits_write_nothing(api, path):
     response = _put(api, path, ['CUSTOM_NOPE_B', 'HW_CPU_X86_VMX',
                                 'CUSTOM_NOPE_A'], 0)
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.detail(response).endswith(
         'No such trait CUSTOM_NOPE_B, CUSTOM_NOPE_A')
     assert api.get(path).json == {'traits': [],
                                   'resource_provider_generation': 0}
@@ -111,4 +101,4 @@ def test_unknown_traits_write_nothing(api, path):
 def test_bad_bodies(api, path, body, message):
     response = api.put(path, json=body)
     assert response.status_code == 400
-    assert message in _detail(response)
+    assert message in error_text.detail(response)
