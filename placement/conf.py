@@ -162,11 +162,42 @@ workarounds_opts = [
              'generation strategy. See bug #2126751.'),
 ]
 
+metrics_group = cfg.OptGroup(
+    'metrics',
+    title='Prometheus metrics (extension)',
+    help='A Prometheus text endpoint, not part of the Placement API. '
+         'Under gunicorn or mod_wsgi with several processes, set the '
+         'PROMETHEUS_MULTIPROC_DIR environment variable (an empty '
+         'directory, emptied before each start) so that every process\'s '
+         'numbers are collected.')
+
+metrics_opts = [
+    cfg.BoolOpt(
+        'enabled',
+        default=False,
+        help='Serve metrics at [metrics]path. While disabled that path '
+             'is handled as any other unknown path.'),
+    cfg.StrOpt(
+        'path',
+        default='/metrics',
+        regex='^/[^?#]*$',
+        help='Path of the metrics endpoint under the service root. It '
+             'must not be a path of the Placement API.'),
+    cfg.ListOpt(
+        'allowed_networks',
+        default=['127.0.0.1/32', '::1/128'],
+        help='Networks (CIDR) whose clients may read the metrics, checked '
+             'against the connection\'s address (REMOTE_ADDR; behind a '
+             'proxy, that is the proxy\'s). Others get 403. No token is '
+             'needed.'),
+]
+
 _GROUPED_OPTS = (
     (api_group, api_opts),
     (placement_group, placement_opts),
     (database_group, database_opts),
     (workarounds_group, workarounds_opts),
+    (metrics_group, metrics_opts),
 )
 
 # Headers and methods placement clients use cross-origin (upstream's values).

@@ -5,6 +5,8 @@ module only shapes the response for the request's microversion.
 import flask
 
 from placement.api import errors
+from placement.api import explain
+from placement.api import metrics
 from placement.api import microversion
 from placement.api import wsgi
 from placement import candidates
@@ -73,10 +75,20 @@ def list_allocation_candidates():
     request = candidates_request.from_query(
         flask.request.args, microversion.current())
     settings = candidates.Settings.from_conf(wsgi.conf())
+    with candidates.gc_paused():
+        # Only the encoded response outlives the block.
+        return _respond(request, settings)
+
+
+def _respond(request, settings):
     try:
-        result = wsgi.read(candidates.find, request, settings)
+        with metrics.candidate_generation() as generation:
+            result = wsgi.read(candidates.find, request, settings)
+            generation.found(len(result.candidates))
     except exception.Invalid as exc:
         raise errors.BadRequest(str(exc))
+    if not result.candidates:
+        explain.log_no_candidates(request, settings)
     request_view = microversion.by_version(_REQUEST_VIEW)
     summary_view = microversion.by_version(_SUMMARY_VIEW)
     return wsgi.json_response({

@@ -12,6 +12,7 @@ import flask
 from oslo_utils import uuidutils
 
 from placement.api import errors
+from placement.api import metrics
 from placement.api import microversion
 from placement.api import wsgi
 from placement.db import allocation as alloc_db
@@ -59,10 +60,12 @@ def write_retrying(fn, *args):
         try:
             return wsgi.write(fn, *args)
         except exception.ConcurrentUpdate:
+            metrics.ALLOCATION_CONFLICTS.inc()
             if attempt == attempts:
                 LOG.warning('Exceeded retry limit of %d on allocations '
                             'write', attempts)
                 raise
+            metrics.ALLOCATION_RETRIES.inc()
             time.sleep(random.uniform(0, _RETRY_JITTER * attempt))
 
 

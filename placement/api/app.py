@@ -1,6 +1,7 @@
 """Application factory: the Flask app and the WSGI middleware around it.
 
-Outermost first: default Accept, CORS (when configured), request id, the
+Outermost first: default Accept, the operator extensions (health, OpenAPI,
+metrics: placement.api.extensions), CORS (when configured), request id, the
 request log, authentication (keystone or noauth2), then Flask, which
 negotiates the microversion, routes, checks policy and renders errors.
 """
@@ -17,6 +18,7 @@ from werkzeug import exceptions as http_exceptions
 
 from placement.api import auth
 from placement.api import errors
+from placement.api import extensions
 from placement.api import microversion
 from placement.api import requestlog
 from placement.api import routes
@@ -40,6 +42,7 @@ def create_app(conf, engine=None):
     wsgi = request_id_middleware.RequestId(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_middleware.CORS(wsgi, conf)
+    wsgi = extensions.wrap(wsgi, app, conf, engine)
     return _DefaultAccept(wsgi)
 
 

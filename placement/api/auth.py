@@ -6,6 +6,8 @@ versions before they hold a token.
 from keystonemiddleware import auth_token
 import webob.exc
 
+from placement.api import errors
+
 NOAUTH2 = 'noauth2'
 
 
@@ -13,8 +15,21 @@ def wrap(app, conf):
     if conf.api.auth_strategy == NOAUTH2:
         # As upstream, a bare mount point (empty path) needs a noauth2 token.
         return _SkipRoot(NoAuth2(app), app, open_paths=('/',))
-    keystone = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+    keystone = _KeystoneAuth(app, {'oslo_config_config': conf})
     return _SkipRoot(keystone, app, open_paths=('', '/'))
+
+
+class _KeystoneAuth(auth_token.AuthProtocol):
+    """keystonemiddleware, answering a Keystone outage in Placement's error
+    format: its own 503 body is webob's generic one, not ``{"errors": ...}``.
+    """
+
+    def process_request(self, request):
+        try:
+            return super().process_request(request)
+        except webob.exc.HTTPServiceUnavailable as exc:
+            return errors.ServiceUnavailable(exc.detail).to_wsgi(
+                request.environ)
 
 
 class _SkipRoot:

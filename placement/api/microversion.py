@@ -75,16 +75,19 @@ def gate(min_version=None, max_version=None):
             if not low <= current() <= high:
                 raise NotAvailable()
             return handler(*args, **kwargs)
+        # Read by the OpenAPI description (placement.api.openapi).
+        wrapper.versions = (low, high)
         return wrapper
     return decorator
 
 
-def by_version(choices):
+def by_version(choices, version=None):
     """Pick the value whose version key is the highest one not above the
-    request's: ``by_version({'1.0': a, '1.12': b})``.
+    request's (or ``version``'s): ``by_version({'1.0': a, '1.12': b})``.
     """
     ordered = sorted((parse(k), v) for k, v in choices.items())
-    version = current()
+    if version is None:
+        version = current()
     chosen = None
     for key, value in ordered:
         if version >= key:

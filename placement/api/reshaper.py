@@ -38,9 +38,12 @@ def _reshape_errors():
 def reshape():
     wsgi.authorize(policies.RESHAPE)
     body = wsgi.json_body(microversion.by_version(schema.RESHAPE))
+    # A record whose name is no resource class name went unvalidated (it
+    # may not even be an object): that name is refused as unknown in turn.
     inventories = {
         uuid: (entry['resource_provider_generation'],
-               {name: inventory_db.with_defaults(record)
+               {name: inventory_db.with_defaults(
+                   record if isinstance(record, dict) else {})
                 for name, record in entry['inventories'].items()})
         for uuid, entry in body['inventories'].items()}
     requests = [

@@ -13,6 +13,7 @@ _MODULES = (
     'allocation_candidates',
     'allocations',
     'reshaper',
+    'explain',
 )
 
 

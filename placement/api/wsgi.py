@@ -214,9 +214,12 @@ def read(fn, *args, **kwargs):
 
 def write(fn, *args, **kwargs):
     """Run ``fn(connection, ...)`` in one transaction, retried from the
-    start when the database reports a deadlock or lost connection.
+    start when the database reports a deadlock or lost connection. On
+    SQLite the transaction waits for the write lock first, so that
+    concurrent writers (threads or processes) queue instead of failing.
     """
     def attempt():
         with engine().begin() as connection:
+            db_engine.claim_write_lock(connection)
             return fn(connection, *args, **kwargs)
     return db_engine.retry_on_transient(attempt)

@@ -18,10 +18,12 @@ import dataclasses
 import gc
 import itertools
 import random
+import sys
 
 import os_traits
 
 from placement.candidates import engine
+from placement.candidates import request as candidate_request
 from placement.candidates import sql
 from placement import exception
 
@@ -75,14 +77,18 @@ def find(conn, request, settings):
     resource class or trait, unless upstream would have found nothing
     before looking that name up.
     """
-    with _gc_paused():
+    with gc_paused():
         return _find(conn, request, settings)
 
 
 @contextlib.contextmanager
-def _gc_paused():
-    """The engine makes many small acyclic objects (freed by reference
-    counting); the cyclic collector would rescan them again and again.
+def gc_paused():
+    """Hold the cyclic garbage collector while many small acyclic objects
+    (freed by reference counting) are made and dropped; it would rescan
+    them again and again. Callers that keep a big result should drop it
+    inside the block, or the first collection after it pays for it all.
+    The switch is process-wide: a concurrent request's block may end the
+    pause early, which only costs speed.
     """
     if not gc.isenabled():
         yield
@@ -99,10 +105,13 @@ def _find(conn, request, settings):
     needs = [_need(group, names) for group in request.groups]
     failure = _unknown_name(request, names)
     if failure is not None:
-        position, message = failure
+        position, unknown = failure
         if _finds_nothing_before(conn, request, names, needs, position):
             return Result([], {})
-        raise exception.Invalid(message)
+        if unknown.resource_class:
+            raise exception.Invalid(
+                'Invalid resource class in resources parameter: %s' % unknown)
+        raise exception.Invalid(str(unknown))
     universe = _load(conn, request, needs, names)
     plan = engine.Plan(
         universe, needs, _anchor_filter(request, names, universe),
@@ -111,13 +120,24 @@ def _find(conn, request, settings):
     if request.same_subtrees:
         _load_ancestry(conn, plan)
     stream = plan.candidates(breadth_first=settings.strategy == BREADTH_FIRST)
-    chosen = _select(stream, request.limit, settings)
-    return _result(conn, request, plan, names, chosen)
+    if settings.max_candidates >= 0:
+        # Upstream stops after adding a candidate, so 0 still gives one.
+        stream = itertools.islice(stream, max(settings.max_candidates, 1))
+    if request.nested:
+        chosen = _select(stream, request.limit, settings.randomize)
+        return _result(conn, request, plan, names, chosen)
+    # Before 1.29 upstream summarises the providers of every candidate
+    # it generated, in the trees of those it returns.
+    generated = list(stream)
+    chosen = _select(iter(generated), request.limit, settings.randomize)
+    used = set().union(*(plan.providers(c) for _anchor, c in generated))
+    return _result(conn, request, plan, names, chosen, used)
 
 
 def _mentioned(request):
-    classes, traits, aggregates, providers = set(), {SHARING_TRAIT}, set(), set()
-    traits |= request.root_required | request.root_forbidden
+    """Resource classes, traits, aggregates and providers to look up."""
+    classes, aggregates, providers = set(), set(), set()
+    traits = {SHARING_TRAIT} | request.root_required | request.root_forbidden
     for group in request.groups:
         classes.update(group.resources)
         traits |= group.trait_names
@@ -153,8 +173,16 @@ def _ids(names, known):
     return frozenset(known[name] for name in names if name in known)
 
 
+class Unknown(exception.NotFound):
+    """A resource class or trait the request names does not exist."""
+
+    def __init__(self, message, resource_class=False):
+        super().__init__(message)
+        self.resource_class = resource_class
+
+
 def _unknown_name(request, names):
-    """(position, message) of the first unknown name upstream reports:
+    """(position, Unknown) for the first unknown name upstream reports:
     root_required (position -1), then per group its classes, then its
     traits.
     """
@@ -163,20 +191,50 @@ def _unknown_name(request, names):
         if trait not in names.traits:
             return -1, _no_trait(trait)
     for position, group in enumerate(request.groups):
-        for rc in group.resources:
-            if rc not in names.classes:
-                return position, (
-                    'Invalid resource class in resources parameter: '
-                    'No such resource class %s.' % rc)
-        for any_of in group.required + [group.forbidden]:
-            for trait in sorted(any_of):
-                if trait not in names.traits:
-                    return position, _no_trait(trait)
+        unknown = _unknown_in_group(group, names)
+        if unknown is not None:
+            return position, unknown
+    return None
+
+
+def _unknown_in_group(group, names):
+    for rc in group.resources:
+        if rc not in names.classes:
+            return Unknown('No such resource class %s.' % rc,
+                           resource_class=True)
+    for any_of in group.required + [group.forbidden]:
+        for trait in sorted(any_of):
+            if trait not in names.traits:
+                return _no_trait(trait)
     return None
 
 
 def _no_trait(name):
-    return 'No such trait(s): %s.' % name
+    return Unknown('No such trait(s): %s.' % name)
+
+
+def matching_providers(conn, group):
+    """Ids of the providers that on their own satisfy ``group`` (a
+    request.Group), as GET /resource_providers filters: free capacity for
+    each class of ``resources``, every ``required`` any-of set and no
+    ``forbidden`` trait, an aggregate of every ``member_of`` set and none
+    of ``forbidden_aggs``, in the tree of ``in_tree``. Without filters,
+    every provider.
+
+    Raises Unknown (``resource_class`` tells which kind) for a class or
+    trait that does not exist.
+    """
+    request = candidate_request.Request(groups=[group])
+    names = sql.lookup(conn, *_mentioned(request))
+    unknown = _unknown_in_group(group, names)
+    if unknown is not None:
+        raise unknown
+    need = _need(group, names)
+    if need.lost:
+        return set()
+    universe = _load(conn, request, [need], names)
+    among = None if need.resources else sql.provider_ids(conn, need.tree)
+    return engine.matching(universe, need, among)
 
 
 def _finds_nothing_before(conn, request, names, needs, position):
@@ -194,7 +252,8 @@ def _finds_nothing_before(conn, request, names, needs, position):
     earlier = needs[:position]
     universe = _load(conn, request, earlier, names)
     plan = engine.Plan(universe, earlier,
-                       _anchor_filter(request, names, universe))
+                       _anchor_filter(request, names, universe),
+                       combined=False)
     if not all(plan.group_has_options(i) for i in range(len(earlier))):
         return True
     group = request.groups[position]
@@ -240,8 +299,7 @@ def _load(conn, request, needs, names):
     for provider, aggregate, root in sql.aggregate_members(
             conn, aggregate_ids):
         universe.add_aggregate(provider, aggregate, root)
-    sharing = [p for p in universe.sharing if p in universe.root]
-    for provider, root in sql.sharing_anchors(conn, sharing):
+    for provider, root in sql.sharing_anchors(conn, universe.sharing):
         universe.share_anchors[provider].add(root)
     return universe
 
@@ -260,24 +318,31 @@ def _anchor_filter(request, names, universe):
 
 
 def _load_ancestry(conn, plan):
-    """Parents in the trees where same_subtree has to be checked."""
-    roots = set()
+    """Parents of the providers same_subtree has to compare, up to their
+    roots: those with requested inventory came with their parent; the
+    others are read a level at a time.
+    """
+    universe = plan.universe
+    pending = set()
     for level, slot in enumerate(plan.slots):
         if plan.needs[slot.group].single_provider:
             for providers in plan.options[level].values():
-                roots.update(plan.universe.root[p] for p in providers)
-    for provider, _uuid, parent, _root in sql.tree_members(conn, roots):
-        plan.universe.parent[provider] = parent
+                pending.update(providers)
+    missing = universe.missing_links(pending)
+    while missing:
+        for provider, parent in sql.parents(conn, missing):
+            universe.parent[provider] = parent
+        missing = universe.missing_links(missing)
 
 
-def _select(stream, limit, settings):
-    """The candidates to return: the first ones, or with randomize a
-    uniform sample, from at most max_candidates generated.
+def _select(stream, limit, randomize):
+    """The candidates to return: the first ``limit`` ones, or with
+    ``randomize`` a uniform sample of them all, in random order.
     """
-    if settings.max_candidates >= 0:
-        # Upstream stops after adding a candidate, so 0 still gives one.
-        stream = itertools.islice(stream, max(settings.max_candidates, 1))
-    if not settings.randomize:
+    if limit is not None:
+        # Any limit beyond what can be generated means no limit.
+        limit = min(limit, sys.maxsize)
+    if not randomize:
         return list(itertools.islice(stream, limit))
     if limit is None:
         chosen = list(stream)
@@ -299,51 +364,56 @@ def _reservoir(stream, size):
     return sample
 
 
-def _result(conn, request, plan, names, chosen):
+def _result(conn, request, plan, names, chosen, generated_used=None):
+    """Candidates and summaries by uuid and class name. Summarised are
+    the trees of the providers used; before 1.29, only the providers
+    ``generated_used`` (those of any generated candidate) in those trees.
+    """
     if not chosen:
         return Result([], {})
     universe = plan.universe
-    allocations = [plan.allocations(providers) for _anchor, providers in chosen]
-    used = set().union(*allocations)
+    used = set().union(*(plan.providers(c) for _anchor, c in chosen))
     mapped = {p for _anchor, providers in chosen for p in providers}
-    roots = {universe.root[p] for p in used} if request.nested else ()
-    members = sql.tree_members(conn, roots, mapped)
+    roots = {universe.root[p] for p in used}
+    if request.nested:
+        members = sql.tree_members(conn, roots, mapped)
+        summarised = [row for row in members if row[3] in roots]
+        trees, shown = roots, ()
+    else:
+        shown = {p for p in generated_used if universe.root[p] in roots}
+        members = sql.tree_members(conn, (), mapped | shown)
+        summarised = [row for row in members if row[0] in shown]
+        trees = ()
     uuid = {row[0]: row[1] for row in members}
     class_name = {ident: name for name, ident in names.classes.items()}
     candidates = [
-        Candidate(
-            allocations={uuid[p]: {class_name[rc]: amount
-                                   for rc, amount in amounts.items()}
-                         for p, amounts in allocation.items()},
-            mappings={suffix: [uuid[p] for p in providers]
-                      for suffix, providers in plan.mappings(chosen).items()})
-        for allocation, (_anchor, chosen) in zip(allocations, chosen)]
-    if request.nested:
-        summarised = [row for row in members if row[3] in roots]
-    else:
-        summarised = [row for row in members if row[0] in used]
+        Candidate(plan.allocations(providers, uuid, class_name),
+                  plan.mappings(providers, uuid))
+        for _anchor, providers in chosen]
     return Result(candidates, _summaries(
-        conn, request, universe, summarised, uuid, class_name))
+        conn, request, universe, summarised, uuid, class_name, trees, shown))
 
 
-def _summaries(conn, request, universe, members, uuid, class_name):
-    """Summaries of ``members``: the requested inventories are known
-    already; the others are read when the version shows them.
+def _summaries(conn, request, universe, members, uuid, class_name, trees,
+               shown):
+    """Summaries of ``members`` (the providers of ``trees`` and the
+    providers ``shown``): the requested inventories are known already; the
+    others are read when the version shows them.
     """
-    ids = [row[0] for row in members]
     resources = collections.defaultdict(dict)
-    for provider in ids:
+    for provider, _uuid, _parent, _root in members:
         for rc, name in class_name.items():
             inv = universe.inventory.get((provider, rc))
             if inv is not None:
-                resources[provider][name] = (engine.capacity(inv), inv.used)
+                resources[provider][name] = (engine.capacity(
+                    inv.total, inv.reserved, inv.ratio), inv.used)
     if request.every_class:
         for provider, name, total, reserved, ratio, used in (
-                sql.provider_inventories(conn, ids, class_name)):
+                sql.provider_inventories(conn, trees, shown, class_name)):
             resources[provider][name] = (
-                int((total - reserved) * ratio), int(used))
+                engine.capacity(total, reserved, ratio), int(used))
     traits = collections.defaultdict(list)
-    for provider, name in sql.provider_traits(conn, ids):
+    for provider, name in sql.provider_traits(conn, trees, shown):
         traits[provider].append(name)
     return {
         uuid[provider]: Summary(

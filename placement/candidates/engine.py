@@ -60,13 +60,18 @@ class Universe:
         self.sharing = set()
         self.share_anchors = collections.defaultdict(set)
         self.parent = {}
+        # Whether the database computes with other ratios than Python.
+        self.ratios_differ = False
         self._ancestry = {}
         self._room = {}
 
     def add_inventory(self, inv):
         self.root[inv.provider] = inv.root
+        self.parent[inv.provider] = inv.parent
         self.inventory[(inv.provider, inv.rc)] = inv
         self.by_class[inv.rc].append(inv)
+        if inv.sql_ratio != inv.ratio:
+            self.ratios_differ = True
 
     def add_trait(self, provider, trait, root):
         self.root[provider] = root
@@ -94,8 +99,24 @@ class Universe:
         if room is None:
             inv = self.inventory[key]
             room = self._room[key] = min(
-                capacity(inv) - inv.used, inv.max_unit)
+                capacity(inv.total, inv.reserved, inv.ratio) - inv.used,
+                inv.max_unit)
         return room
+
+    def missing_links(self, providers):
+        """Providers on the way up from ``providers`` whose parent is not
+        known yet.
+        """
+        missing = set()
+        for provider in providers:
+            root = self.root[provider]
+            while provider != root:
+                if provider not in self.parent:
+                    missing.add(provider)
+                    break
+                provider = self.parent[provider]
+                self.root.setdefault(provider, root)
+        return missing
 
     def ancestry(self, provider):
         """The provider and all its ancestors."""
@@ -110,8 +131,11 @@ class Universe:
         return found
 
 
-def capacity(inv):
-    return int((inv.total - inv.reserved) * inv.ratio)
+def capacity(total, reserved, ratio):
+    """Capacity as upstream reports and finally checks it: in Python, on
+    the ratio as the database driver returns it.
+    """
+    return int((total - reserved) * ratio)
 
 
 def _member(universe, provider, member_of):
@@ -126,7 +150,7 @@ def _has_traits(traits, required):
 def single_options(universe, need, anchor_ok):
     """{anchor: [provider]} for a group one provider must satisfy."""
     options = collections.defaultdict(list)
-    for provider in sorted(_single_providers(universe, need)):
+    for provider in sorted(matching(universe, need)):
         root = universe.root[provider]
         if anchor_ok(root):
             options[root].append(provider)
@@ -137,7 +161,15 @@ def single_options(universe, need, anchor_ok):
     return options
 
 
-def _single_providers(universe, need):
+def matching(universe, need, among=None):
+    """Providers that on their own satisfy ``need``: free capacity for
+    each of its classes (in its tree, if any), its traits and aggregates.
+
+    A need without resources starts from ``among``; by default, as for a
+    resourceless allocation-candidates group, from the holders of its
+    first required traits or the members of its first aggregates, and
+    in_tree does not apply.
+    """
     if need.lost:
         return set()
     if need.resources:
@@ -147,9 +179,9 @@ def _single_providers(universe, need):
                    if (need.tree is None or inv.root == need.tree)
                    and universe.fits(inv, amount)}
             found = fit if found is None else found & fit
+    elif among is not None:
+        found = set(among)
     elif need.required:
-        # A resourceless group only pins a provider by traits (in_tree
-        # does not apply to it, as upstream).
         found = set()
         for trait in need.required[0]:
             found |= universe.trait_holders.get(trait, set())
@@ -158,11 +190,18 @@ def _single_providers(universe, need):
                  if aggs & need.member_of[0]}
     else:
         return set()
-    return {p for p in found
-            if _has_traits(universe.traits.get(p, _NONE), need.required)
-            and not universe.traits.get(p, _NONE) & need.forbidden
-            and _member(universe, p, need.member_of)
-            and not universe.aggregates.get(p, _NONE) & need.forbidden_aggs}
+    traits, aggregates = universe.traits, universe.aggregates
+    if need.required:
+        found = {p for p in found
+                 if _has_traits(traits.get(p, _NONE), need.required)}
+    if need.forbidden:
+        found = {p for p in found if not traits.get(p, _NONE) & need.forbidden}
+    if need.member_of:
+        found = {p for p in found if _member(universe, p, need.member_of)}
+    if need.forbidden_aggs:
+        found = {p for p in found
+                 if not aggregates.get(p, _NONE) & need.forbidden_aggs}
+    return found
 
 
 def spread_options(universe, need, anchor_ok):
@@ -174,15 +213,17 @@ def spread_options(universe, need, anchor_ok):
     if need.lost:
         return {}
     by_class = {}
+    fits = universe.fits
     for rc, amount in need.resources:
         options = collections.defaultdict(dict)
         for inv in universe.by_class.get(rc, ()):
             if need.tree is not None and inv.root != need.tree:
                 continue
-            if not universe.fits(inv, amount):
+            if not fits(inv, amount):
                 continue
             provider = inv.provider
-            if universe.traits.get(provider, _NONE) & need.forbidden:
+            if need.forbidden and (
+                    universe.traits.get(provider, _NONE) & need.forbidden):
                 continue
             if _excluded(universe, need, provider):
                 continue
@@ -199,8 +240,8 @@ def spread_options(universe, need, anchor_ok):
 
 
 def _excluded(universe, need, provider):
-    return bool(universe.aggregates.get(provider, _NONE)
-                & need.forbidden_aggs)
+    return bool(need.forbidden_aggs and (
+        universe.aggregates.get(provider, _NONE) & need.forbidden_aggs))
 
 
 def _spread_anchors(universe, need, inv, member):
@@ -225,7 +266,7 @@ class Plan:
     """
 
     def __init__(self, universe, needs, anchor_ok, isolate=False,
-                 same_subtrees=(), nested=True):
+                 same_subtrees=(), nested=True, combined=True):
         self.universe = universe
         self.needs = needs
         self.isolate = isolate
@@ -243,7 +284,37 @@ class Plan:
                 for rc, _amount in need.resources:
                     self.slots.append(Slot(index, rc))
                     self.options.append(by_class.get(rc, {}))
+        self.slot_amounts = [self._amounts(slot) for slot in self.slots]
+        self.slot_suffixes = [needs[slot.group].suffix for slot in self.slots]
+        # Classes several slots draw on need running totals while
+        # walking; the others are checked once, here.
+        self.shared = {rc for rc, count in collections.Counter(
+            rc for amounts in self.slot_amounts for rc, _ in amounts).items()
+            if count > 1}
+        if combined and universe.ratios_differ:
+            self._drop_overdrawn()
         self.anchors = self._common_anchors(range(len(self.slots)))
+
+    def _drop_overdrawn(self):
+        """Remove options whose own request exceeds what is left of an
+        inventory no other slot draws on: upstream's final capacity check
+        on the combined candidate, done early. It can only disagree with
+        the per-group check when the database computes with other ratios
+        (MySQL's single precision).
+        """
+        room = self.universe.room
+        for level, options in enumerate(self.options):
+            alone = [(rc, amount) for rc, amount in self.slot_amounts[level]
+                     if rc not in self.shared]
+            if not alone:
+                continue
+            for anchor, providers in list(options.items()):
+                kept = [p for p in providers
+                        if all(amount <= room(p, rc) for rc, amount in alone)]
+                if kept:
+                    options[anchor] = kept
+                else:
+                    del options[anchor]
 
     def _common_anchors(self, levels):
         sets = [set(self.options[level]) for level in levels]
@@ -279,28 +350,48 @@ class Plan:
                 seen.add(chosen)
             yield anchor, chosen
 
-    def amounts(self, slot):
+    def _amounts(self, slot):
         """(rc, amount) that the provider chosen for ``slot`` gives."""
         resources = self.needs[slot.group].resources
         if slot.rc is None:
-            return resources
-        return [(rc, amount) for rc, amount in resources if rc == slot.rc]
+            return tuple(resources)
+        return tuple((rc, amount) for rc, amount in resources
+                     if rc == slot.rc)
 
-    def allocations(self, chosen):
-        """{provider: {rc: amount}} of a candidate, in slot order."""
+    def allocations(self, chosen, provider_key=None, class_key=None):
+        """{provider: {rc: amount}} of a candidate, in slot order;
+        ``provider_key`` and ``class_key`` map ids to what to key on.
+        """
         result = {}
-        for slot, provider in zip(self.slots, chosen):
-            for rc, amount in self.amounts(slot):
-                mine = result.setdefault(provider, {})
+        for amounts, provider in zip(self.slot_amounts, chosen):
+            if not amounts:
+                continue
+            if provider_key is not None:
+                provider = provider_key[provider]
+            mine = result.get(provider)
+            if mine is None:
+                mine = result[provider] = {}
+            for rc, amount in amounts:
+                if class_key is not None:
+                    rc = class_key[rc]
                 mine[rc] = mine.get(rc, 0) + amount
         return result
 
-    def mappings(self, chosen):
+    def providers(self, chosen):
+        """The providers a candidate takes resources from."""
+        return {provider for amounts, provider
+                in zip(self.slot_amounts, chosen) if amounts}
+
+    def mappings(self, chosen, provider_key=None):
         """{suffix: [provider]}: which providers satisfy which group."""
         result = {}
-        for slot, provider in zip(self.slots, chosen):
-            providers = result.setdefault(self.needs[slot.group].suffix, [])
-            if provider not in providers:
+        for suffix, provider in zip(self.slot_suffixes, chosen):
+            if provider_key is not None:
+                provider = provider_key[provider]
+            providers = result.get(suffix)
+            if providers is None:
+                result[suffix] = [provider]
+            elif provider not in providers:
                 providers.append(provider)
         return result
 
@@ -321,8 +412,10 @@ class _Walk:
         self.combined = combined
         slots = [plan.slots[level] for level in self.levels]
         needs = plan.needs
-        self.consumes = [list(plan.amounts(slot)) if combined else []
-                         for slot in slots]
+        self.consumes = [
+            tuple((rc, amount) for rc, amount in plan.slot_amounts[level]
+                  if rc in plan.shared) if combined else ()
+            for level in self.levels]
         self.isolated = [combined and plan.isolate
                          and needs[slot.group].single_provider
                          for slot in slots]
@@ -331,7 +424,7 @@ class _Walk:
         self.spread = spread
         self.spread_required = (needs[slots[spread[0]].group].required
                                 if spread else ())
-        self.checks = collections.defaultdict(list)
+        self.checks = [[] for _ in slots]
         if spread and self.spread_required:
             self.checks[spread[-1]].append(self._spread_traits)
         if combined:
@@ -342,6 +435,7 @@ class _Walk:
                 positions = sorted(position_of[s] for s in suffixes)
                 self.checks[positions[-1]].append(
                     self._subtree_check(positions))
+        self.steps = list(zip(self.consumes, self.isolated, self.checks))
 
     def _spread_traits(self, chosen):
         traits = set()
@@ -357,64 +451,74 @@ class _Walk:
 
     def walk(self, anchor):
         """Yield (anchor, chosen) for every viable combination; nothing
-        is prepared before the first one is asked for.
+        is prepared before the first one is asked for. Iterative, so that
+        an abandoned walk leaves no reference cycle behind.
         """
         plan = self.plan
         room = plan.universe.room
         options = [plan.options[level][anchor] for level in self.levels]
-        consumes = self.consumes
-        isolated = self.isolated
-        checks = self.checks
-        depth = len(options)
+        if not options:
+            return
+        steps = self.steps
+        last = len(options) - 1
         consumed = collections.defaultdict(int)
         taken = set()
-        chosen = [None] * depth
-        last_check = self.combined and not plan.nested
-
-        def fits(position, provider):
-            for rc, amount in consumes[position]:
-                if consumed[(provider, rc)] + amount > room(provider, rc):
-                    return False
-            return not (isolated[position] and provider in taken)
-
-        def extend(position):
-            if position == depth:
-                if not last_check or self._one_per_tree(chosen):
+        chosen = [None] * len(options)
+        following = [0] * len(options)
+        one_per_tree = self.combined and not plan.nested
+        position = 0
+        while position >= 0:
+            consumes, isolated, checks = steps[position]
+            index = following[position]
+            if index == len(options[position]):
+                # Exhausted: back to the previous slot and release it.
+                following[position] = 0
+                position -= 1
+                if position >= 0:
+                    provider = chosen[position]
+                    for rc, amount in steps[position][0]:
+                        consumed[(provider, rc)] -= amount
+                    if steps[position][1]:
+                        taken.discard(provider)
+                continue
+            following[position] = index + 1
+            provider = options[position][index]
+            if isolated and provider in taken:
+                continue
+            if consumes and any(
+                    consumed[(provider, rc)] + amount > room(provider, rc)
+                    for rc, amount in consumes):
+                continue
+            chosen[position] = provider
+            if checks and not all(check(chosen) for check in checks):
+                continue
+            if position == last:
+                if not one_per_tree or self._one_per_tree(chosen):
                     yield anchor, tuple(chosen)
-                return
-            for provider in options[position]:
-                if not fits(position, provider):
-                    continue
-                chosen[position] = provider
-                if not all(check(chosen) for check in checks[position]):
-                    continue
-                for rc, amount in consumes[position]:
-                    consumed[(provider, rc)] += amount
-                if isolated[position]:
-                    taken.add(provider)
-                yield from extend(position + 1)
-                for rc, amount in consumes[position]:
-                    consumed[(provider, rc)] -= amount
-                if isolated[position]:
-                    taken.discard(provider)
-
-        yield from extend(0)
+                continue
+            for rc, amount in consumes:
+                consumed[(provider, rc)] += amount
+            if isolated:
+                taken.add(provider)
+            position += 1
 
     def _one_per_tree(self, chosen):
         """Before nested providers (1.29) a candidate could not combine
         providers of one tree.
         """
-        providers = set(self.plan.allocations(chosen))
+        providers = self.plan.providers(chosen)
         roots = {self.plan.universe.root[p] for p in providers}
         return len(roots) == len(providers)
 
 
 def _same_subtree(universe, providers):
-    """Whether one of ``providers`` is an ancestor of (or is) them all."""
+    """Whether one of ``providers`` is an ancestor of (or is) them all.
+    Only the shallowest can be.
+    """
     if len(providers) == 1:
         return True
-    common = set.intersection(*(universe.ancestry(p) for p in providers))
-    return bool(common & providers)
+    top = min(providers, key=lambda p: len(universe.ancestry(p)))
+    return all(top in universe.ancestry(p) for p in providers)
 
 
 def _round_robin(iterators):

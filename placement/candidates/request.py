@@ -18,7 +18,6 @@ from placement.api import query
 NUMBERED_SUFFIX = r'[1-9][0-9]*'
 WORD_SUFFIX = r'[a-zA-Z0-9_-]{1,64}'
 WORD_SUFFIX_VERSION = (1, 33)
-GRANULAR_VERSION = (1, 25)
 # Resourceless groups become legal, tied to same_subtree.
 SAME_SUBTREE_VERSION = (1, 36)
 NESTED_VERSION = (1, 29)
@@ -80,7 +79,6 @@ class Request:
 
     def suffixed_count(self):
         return sum(1 for g in self.groups if g.suffix)
-
 
 
 def from_query(args, version):

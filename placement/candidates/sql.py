@@ -80,14 +80,13 @@ def _uuid_key(conn, uuid):
 
 
 Inventory = collections.namedtuple(
-    'Inventory', 'provider rc root total reserved ratio sql_ratio '
+    'Inventory', 'provider rc root parent total reserved ratio sql_ratio '
                  'min_unit max_unit step_size used')
 
 
 def _used():
     """Allocated amount of the inventory row at hand: a correlated lookup
-    on the (provider, class, used) index, cheaper than aggregating every
-    allocation of the classes.
+    on the (provider, class, used) index.
     """
     return (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
             .where(_ALLOC.c.resource_provider_id ==
@@ -99,45 +98,79 @@ def _used():
 def inventories(conn, rc_ids, roots=None):
     """Inventories (with usage) of the classes ``rc_ids``, optionally only
     in the trees rooted at ``roots``.
+
+    SQLite and MySQL look each row's usage up on the (provider, class,
+    used) index; PostgreSQL sums the classes' allocations once, as it
+    would JIT-compile the correlated form of a large scan.
     """
-    query = (sa.select(
-        _INV.c.resource_provider_id, _INV.c.resource_class_id,
-        _RP.c.root_provider_id, _INV.c.total, _INV.c.reserved,
-        _INV.c.allocation_ratio, _INV.c.min_unit, _INV.c.max_unit,
-        _INV.c.step_size, _used())
-        .select_from(_INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id))
-        .where(_INV.c.resource_class_id.in_(sorted(rc_ids))))
+    rc_ids = sorted(rc_ids)
+    columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
+               _RP.c.root_provider_id, _RP.c.parent_provider_id,
+               _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
+               _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
+    rows = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
+    if conn.dialect.name == 'postgresql':
+        usage = (sa.select(_ALLOC.c.resource_provider_id,
+                           _ALLOC.c.resource_class_id,
+                           sa.func.sum(_ALLOC.c.used).label('used'))
+                 .where(_ALLOC.c.resource_class_id.in_(rc_ids))
+                 .group_by(_ALLOC.c.resource_provider_id,
+                           _ALLOC.c.resource_class_id)
+                 .subquery('usage'))
+        rows = rows.outerjoin(usage, sa.and_(
+            usage.c.resource_provider_id == _INV.c.resource_provider_id,
+            usage.c.resource_class_id == _INV.c.resource_class_id))
+        used = sa.func.coalesce(usage.c.used, 0)
+    else:
+        used = _used()
+    query = (sa.select(*columns, used).select_from(rows)
+             .where(_INV.c.resource_class_id.in_(rc_ids)))
     if roots is not None:
         query = query.where(_RP.c.root_provider_id.in_(sorted(roots)))
-    to_sql_float = _sql_float(conn)
-    return [
-        Inventory(rp, rc, root, total, reserved, ratio, to_sql_float(ratio),
-                  min_unit, max_unit, step, int(used))
-        for rp, rc, root, total, reserved, ratio, min_unit, max_unit, step,
-        used in conn.execute(query)]
-
-
-def _sql_float(conn):
-    """How the database sees allocation_ratio in arithmetic: MySQL keeps
-    FLOAT columns in single precision, which decides capacity edge cases
-    exactly as upstream's SQL capacity filter does.
-    """
+    rows = conn.execute(query).all()
     if conn.dialect.name in db_engine.MYSQL_BACKENDS:
-        return lambda value: struct.unpack('f', struct.pack('f', value))[0]
-    return lambda value: value
+        return [Inventory(rp, rc, root, parent, total, reserved, ratio,
+                          _single_precision(ratio), min_unit, max_unit, step,
+                          int(used))
+                for rp, rc, root, parent, total, reserved, ratio, min_unit,
+                max_unit, step, used in rows]
+    return [Inventory(rp, rc, root, parent, total, reserved, ratio, ratio,
+                      min_unit, max_unit, step, int(used))
+            for rp, rc, root, parent, total, reserved, ratio, min_unit,
+            max_unit, step, used in rows]
+
+
+def _single_precision(value):
+    """allocation_ratio as MySQL computes with it: FLOAT columns are
+    single precision there, which decides capacity edge cases the way
+    upstream's SQL capacity filter does.
+    """
+    return struct.unpack('f', struct.pack('f', value))[0]
 
 
 def trait_holders(conn, trait_ids):
     """(provider, trait, root) for every provider having one of
     ``trait_ids``.
     """
-    if not trait_ids:
+    return _linked(conn, _RPT, _RPT.c.trait_id, trait_ids)
+
+
+def aggregate_members(conn, aggregate_ids):
+    """(provider, aggregate, root) for every member of ``aggregate_ids``."""
+    return _linked(conn, _RPA, _RPA.c.aggregate_id, aggregate_ids)
+
+
+def _linked(conn, link, column, ids):
+    """(provider, linked id, root) for the providers ``link`` ties to one
+    of ``ids``.
+    """
+    if not ids:
         return []
     return conn.execute(
-        sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id,
+        sa.select(link.c.resource_provider_id, column,
                   _RP.c.root_provider_id)
-        .select_from(_RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-        .where(_RPT.c.trait_id.in_(sorted(trait_ids)))).all()
+        .select_from(link.join(_RP, _RP.c.id == link.c.resource_provider_id))
+        .where(column.in_(sorted(ids)))).all()
 
 
 def any_root_with_traits(conn, required, forbidden):
@@ -154,17 +187,6 @@ def any_root_with_traits(conn, required, forbidden):
     if forbidden:
         query = query.where(~having(forbidden))
     return conn.execute(query.limit(1)).first() is not None
-
-
-def aggregate_members(conn, aggregate_ids):
-    """(provider, aggregate, root) for every member of ``aggregate_ids``."""
-    if not aggregate_ids:
-        return []
-    return conn.execute(
-        sa.select(_RPA.c.resource_provider_id, _RPA.c.aggregate_id,
-                  _RP.c.root_provider_id)
-        .select_from(_RPA.join(_RP, _RP.c.id == _RPA.c.resource_provider_id))
-        .where(_RPA.c.aggregate_id.in_(sorted(aggregate_ids)))).all()
 
 
 def sharing_anchors(conn, provider_ids):
@@ -185,51 +207,79 @@ def sharing_anchors(conn, provider_ids):
     return rows
 
 
-def tree_members(conn, roots, provider_ids=()):
-    """(id, uuid, parent id, root id) of the providers in the trees rooted
-    at ``roots`` and of ``provider_ids``.
-    """
+def parents(conn, provider_ids):
+    """(id, parent id) of ``provider_ids``."""
     rows = []
+    for chunk in _chunks(provider_ids):
+        rows += conn.execute(
+            sa.select(_RP.c.id, _RP.c.parent_provider_id)
+            .where(_RP.c.id.in_(chunk))).all()
+    return rows
+
+
+def provider_ids(conn, root=None):
+    """Ids of all providers, or of those in the tree rooted at ``root``."""
+    query = sa.select(_RP.c.id)
+    if root is not None:
+        query = query.where(_RP.c.root_provider_id == root)
+    return conn.execute(query).scalars().all()
+
+
+def tree_members(conn, roots, extra_ids=()):
+    """(id, uuid, parent id, root id) of the providers in the trees rooted
+    at ``roots`` and of the providers ``extra_ids``.
+    """
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
+    rows = []
     for chunk in _chunks(roots):
         rows += conn.execute(sa.select(*columns).where(
             _RP.c.root_provider_id.in_(chunk))).all()
     seen = {row[0] for row in rows}
-    extra = [i for i in provider_ids if i not in seen]
-    for chunk in _chunks(extra):
+    for chunk in _chunks(set(extra_ids) - seen):
         rows += conn.execute(sa.select(*columns).where(
             _RP.c.id.in_(chunk))).all()
     return rows
 
 
-def provider_inventories(conn, provider_ids, skip_rc_ids=()):
+def provider_inventories(conn, roots=(), provider_ids=(), skip_rc_ids=()):
     """(provider, class name, total, reserved, ratio, used) of the
-    providers' inventories but those of the classes ``skip_rc_ids``.
+    inventories in the trees rooted at ``roots`` and of ``provider_ids``,
+    but those of the classes ``skip_rc_ids``.
+    """
+    query = (sa.select(
+        _INV.c.resource_provider_id, _RC.c.name, _INV.c.total,
+        _INV.c.reserved, _INV.c.allocation_ratio, _used())
+        .select_from(
+            _INV.join(_RC, _RC.c.id == _INV.c.resource_class_id)
+            .join(_RP, _RP.c.id == _INV.c.resource_provider_id)))
+    if skip_rc_ids:
+        query = query.where(
+            _INV.c.resource_class_id.not_in(sorted(skip_rc_ids)))
+    return _of_providers(conn, query, roots, provider_ids)
+
+
+def provider_traits(conn, roots=(), provider_ids=()):
+    """(provider, trait name) in the trees rooted at ``roots`` and of
+    ``provider_ids``, in trait id order.
+    """
+    query = (sa.select(_RPT.c.resource_provider_id, _TRAIT.c.name)
+             .select_from(
+                 _RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id)
+                 .join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
+             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
+    return _of_providers(conn, query, roots, provider_ids)
+
+
+def _of_providers(conn, query, roots, provider_ids):
+    """Rows of ``query`` (which joins resource_providers) for the trees
+    rooted at ``roots`` and for ``provider_ids``.
     """
     rows = []
-    for chunk in _chunks(provider_ids):
-        query = (sa.select(
-            _INV.c.resource_provider_id, _RC.c.name, _INV.c.total,
-            _INV.c.reserved, _INV.c.allocation_ratio, _used())
-            .select_from(_INV.join(_RC, _RC.c.id == _INV.c.resource_class_id))
-            .where(_INV.c.resource_provider_id.in_(chunk)))
-        if skip_rc_ids:
-            query = query.where(
-                _INV.c.resource_class_id.not_in(sorted(skip_rc_ids)))
-        rows += conn.execute(query).all()
-    return rows
-
-
-def provider_traits(conn, provider_ids):
-    """(provider, trait name) of the providers, in trait id order."""
-    rows = []
-    for chunk in _chunks(provider_ids):
-        rows += conn.execute(
-            sa.select(_RPT.c.resource_provider_id, _TRAIT.c.name)
-            .select_from(_RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id))
-            .where(_RPT.c.resource_provider_id.in_(chunk))
-            .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id)).all()
+    for column, ids in ((_RP.c.root_provider_id, roots),
+                        (_RP.c.id, provider_ids)):
+        for chunk in _chunks(ids):
+            rows += conn.execute(query.where(column.in_(chunk))).all()
     return rows
 
 

@@ -3,6 +3,7 @@ import sys
 
 from oslo_config import cfg
 
+from placement.cmd import toolkit
 from placement import conf as placement_conf
 from placement.db import engine as db_engine
 from placement.db import migration
@@ -60,15 +61,21 @@ def _add_db_commands(subparsers):
     online.set_defaults(func=_online_data_migrations)
 
 
+def _add_commands(subparsers):
+    _add_db_commands(subparsers)
+    toolkit.add_commands(subparsers)
+
+
 def main(argv=None):
     command = cfg.SubCommandOpt('command', title='Command',
-                                handler=_add_db_commands)
+                                handler=_add_commands)
     conf = placement_conf.load_config(
         sys.argv[1:] if argv is None else argv, cli_opts=[command])
     func = getattr(conf.command, 'func', None)
     if func is None:
         print('usage: placement-manage db {sync,version,stamp,'
-              'online_data_migrations}', file=sys.stderr)
+              'online_data_migrations} | candidates explain | audit',
+              file=sys.stderr)
         return 2
     try:
         engine = db_engine.create_engine(conf)

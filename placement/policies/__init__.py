@@ -4,6 +4,7 @@ from placement.policies import aggregate
 from placement.policies import allocation
 from placement.policies import allocation_candidate
 from placement.policies import base
+from placement.policies import explain
 from placement.policies import inventory
 from placement.policies import reshaper
 from placement.policies import resource_class
@@ -23,6 +24,7 @@ _MODULES = (
     allocation,
     allocation_candidate,
     reshaper,
+    explain,
 )
 
 

@@ -165,6 +165,12 @@ def test_refusals_change_nothing(api, tree):
     assert _detail(_refused(api, body, 400)) == (
         'malformed reshaper data: No such resource class CUSTOM_NOPE.')
 
+    # A name that is no class name is not validated, even as an object.
+    body = _move_vcpu(api, tree, vm_generation=0)
+    body['inventories'][child]['inventories']['none'] = ''
+    assert _detail(_refused(api, body, 400)) == (
+        'malformed reshaper data: No such resource class none.')
+
     body = _move_vcpu(api, tree, vm_generation=0)
     body['allocations'][vm]['allocations'][missing] = {
         'resources': {'VCPU': 1}}

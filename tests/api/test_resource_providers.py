@@ -384,8 +384,8 @@ class TestUpdate:
 
     def test_bad_body(self, api):
         uuid = _create(api, 'rp').json['uuid']
-        for body in ({'name': 'x', 'uuid': uuid}, {'parent_provider_uuid': None},
-                     {'name': 'x' * 201}):
+        for body in ({'name': 'x', 'uuid': uuid},
+                     {'parent_provider_uuid': None}, {'name': 'x' * 201}):
             response = api.put(RP_PATH + '/' + uuid, json=body)
             assert response.status_code == 400, body
         response = api.put(RP_PATH + '/' + uuid, version='1.13', json={

@@ -33,12 +33,13 @@ def integration_venv(name, executable):
     Skips loudly when the venv is missing (fails under CI=true).
     """
     root = pathlib.Path(os.environ.get('PLACEMENT_INTEGRATION_VENVS') or REPO)
-    path = root / name / 'bin' / executable
-    if not path.exists():
-        unavailable('%s is missing: run tools/integration-venvs.sh to create '
-                    'the integration venvs; these tests are NOT being run'
-                    % path)
-    return path
+    venv = root / name
+    # The script writes the stamp once the venv's install has succeeded.
+    if not (venv / '.integration-installed').exists():
+        unavailable('%s is missing or incomplete: run '
+                    'tools/integration-venvs.sh; these tests are NOT being '
+                    'run' % venv)
+    return venv / 'bin' / executable
 
 
 def free_port():

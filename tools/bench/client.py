@@ -43,9 +43,11 @@ class Client:
         self.port = port
         self.timeout = timeout
 
-    def request(self, method, path, body=None, timeout=None):
+    def request(self, method, path, body=None, timeout=None, version=None):
         """Send one request; ``seconds`` covers sending until the last byte."""
         headers = dict(HEADERS)
+        if version:
+            headers['openstack-api-version'] = 'placement ' + version
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()

@@ -49,12 +49,16 @@ def _pair(mapping, labels, fmt=str):
                       for value in values)
 
 
-def load_table(loads):
+def load_table(loads, checks):
+    """``checks``: {label: problems found comparing it with the dataset}."""
     rows = []
     for label, (seconds, requests) in loads.items():
+        problems = checks.get(label)
         rows.append([label, '%.1f' % seconds, requests,
-                     '%.0f' % (requests / seconds if seconds else 0)])
-    return table(['server', 'load s', 'requests', 'req/s'], rows)
+                     '%.0f' % (requests / seconds if seconds else 0),
+                     '; '.join(problems)[:200] if problems else
+                     'providers and usages as loaded'])
+    return table(['server', 'load s', 'requests', 'req/s', 'check'], rows)
 
 
 def latency_table(results, labels=('upstream', 'ours')):
@@ -119,6 +123,15 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
                   'ours/up (>1: ours faster)',
                   'claims up/ours', '409s up/ours', '5xx up/ours',
                   'other errors up/ours', 'claim p50 ms up/ours'], rows)
+    codes = []
+    for label in labels:
+        total = {}
+        for by_label in runs.values():
+            if label in by_label:
+                for code, count in by_label[label].conflict_codes.items():
+                    total[code] = total.get(code, 0) + count
+        codes.append('%s %s' % (label, ', '.join(
+            '%s: %d' % item for item in sorted(total.items())) or 'none'))
     verdicts = []
     for label in labels:
         if label in checks:
@@ -126,7 +139,8 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
             verdicts.append('%s: %s' % (label, 'no provider over capacity, '
                                         'usages match claims' if not found
                                         else '; '.join(found[:5])))
-    return text + '\n\nCapacity check: ' + ' | '.join(verdicts)
+    return (text + '\n\n409 error codes: ' + ' | '.join(codes) +
+            '\n\nCapacity check: ' + ' | '.join(verdicts))
 
 
 def save_markdown(heading, body):

@@ -15,7 +15,9 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 
+import client
 import dataset
 import environments
 import report
@@ -94,24 +96,20 @@ def _restart(srvs, workers):
 
 def load_phase(srvs, data, args):
     loads = {}
+    checks = {}
     for srv in srvs:
         log('loading %d providers and %d consumers into %s ...' % (
             sum(len(tree) for tree in data.trees), len(data.consumers),
             srv.label))
         loader = dataset.Loader(srv.client, args.load_concurrency)
         started = time.monotonic()
-        try:
-            loader.load(data)
-        except Exception:
-            log('!!! loading %s failed; server log tail:\n%s' % (
-                srv.label, srv.log_tail()))
-            raise
+        loader.load(data)
         loads[srv.label] = (time.monotonic() - started, loader.requests)
-        problems = dataset.verify(srv.client, data)
-        for problem in problems:
+        checks[srv.label] = dataset.verify(srv.client, data)
+        for problem in checks[srv.label]:
             log('!!! %s dataset check: %s' % (srv.label, problem))
         log('  %s loaded in %.1fs' % (srv.label, loads[srv.label][0]))
-    return report.load_table(loads)
+    return report.load_table(loads, checks)
 
 
 def latency_phase(srvs, args):
@@ -141,23 +139,17 @@ def bug_phase(srvs, args):
             for srv in srvs:
                 if srv.label in failed:
                     continue  # one timeout is enough to tell
-                resp, failure = workload.get_or_failure(
-                    srv, query.limited, timeout=args.bug_timeout)
-                if resp is not None and resp.status == 200:
+                resp = result.fetch(srv, query.limited,
+                                    timeout=args.bug_timeout)
+                if resp is not None:
                     result.record(srv.label, resp.seconds)
                     result.limited_counts[srv.label] = query.count(
                         resp.json())
                     continue
                 failed.add(srv.label)
-                result.error(srv.label, failure or '%s %s' % (
-                    resp.status, resp.body[:200]))
                 # A timed-out worker keeps computing: restart it.
                 srv.start(BUG_WORKERS)
-    counts = set(result.limited_counts.values())
-    if len(result.limited_counts) == len(srvs) and len(counts) > 1:
-        result.problems.append('COUNT MISMATCH %s' % result.limited_counts)
-    for problem in result.problems:
-        log('!!! %s: %s' % (query.name, problem))
+    result.compare_counts(result.limited_counts, srvs, log)
     return report.bug_table(result, memory.peak_kb, memory.killed)
 
 
@@ -173,10 +165,10 @@ def scheduler_phase(srvs, args):
                                         args.scheduler_limit, stats)
                 runs[(workers, clients)][srv.label] = stats
                 log('  %d workers %2d clients %-8s %6.1f claims/s, '
-                    '%d 409s, %d 5xx, %d other errors' % (
+                    '%d 409s %s, %d 5xx, %d other errors' % (
                         workers, clients, srv.label, stats.throughput,
-                        stats.conflicts, stats.server_errors,
-                        stats.other_errors))
+                        stats.conflicts, stats.conflict_codes or '',
+                        stats.server_errors, stats.other_errors))
                 for sample in stats.samples:
                     log('    sample error: %s' % sample)
     checks = {}
@@ -186,6 +178,32 @@ def scheduler_phase(srvs, args):
         for problem in checks[srv.label]:
             log('!!! %s: %s' % (srv.label, problem))
     return report.scheduler_table(runs, checks)
+
+
+def _phase(sections, srvs, title, func, *args):
+    """Run one phase into ``sections``; a failure is reported in its place
+    (with the servers' log tails) so that the other phases still run."""
+    try:
+        sections.append((title, func(srvs, *args)))
+        return True
+    except Exception as exc:  # noqa: B902 - any failure ends only the phase
+        log('!!! phase failed: %s\n%s' % (title, traceback.format_exc()))
+        for srv in srvs:
+            log('--- %s server log tail:\n%s' % (srv.label, srv.log_tail()))
+        sections.append((title, '**failed**: %s: %s' % (
+            type(exc).__name__, str(exc)[:300])))
+        return False
+
+
+def _check_microversions(srvs):
+    """Every request says 1.39: both servers must support it."""
+    wanted = tuple(int(part) for part in client.MICROVERSION.split('.'))
+    for srv in srvs:
+        version = srv.client.expect('GET', '/').json()[
+            'versions'][0]['max_version']
+        if tuple(int(part) for part in version.split('.')) < wanted:
+            log('!!! %s supports only microversion %s, requests use %s' % (
+                srv.label, version, client.MICROVERSION))
 
 
 def _workdir_root():
@@ -212,24 +230,25 @@ def run_size(args, envs, nodes):
             srv.sync_db()
             srvs.append(srv)
         _restart(srvs, LOAD_WORKERS)
+        _check_microversions(srvs)
         data = dataset.Dataset(nodes, args.seed)
-        sections.append(('Loading over the REST API (%d workers, %d '
-                         'concurrent requests)' % (LOAD_WORKERS,
+        if not _phase(sections, srvs, 'Loading over the REST API (%d workers, '
+                      '%d concurrent requests)' % (LOAD_WORKERS,
                                                    args.load_concurrency),
-                         load_phase(srvs, data, args)))
+                      load_phase, data, args):
+            return sections  # nothing to measure on a partial dataset
         if 'latency' not in args.skip:
-            sections.append(('Latency (%d workers, sequential requests)'
-                             % LOAD_WORKERS, latency_phase(srvs, args)))
+            _phase(sections, srvs, 'Latency (%d workers, sequential requests)'
+                   % LOAD_WORKERS, latency_phase, args)
         if 'bug' not in args.skip:
-            sections.append(('Bug 2070257 shape: 8 children x 1-6 units, 6 '
-                             'groups of 1, group_policy=none, limit=10',
-                             bug_phase(srvs, args)))
+            _phase(sections, srvs, 'Bug 2070257 shape: 8 children x 1-6 '
+                   'units, 6 groups of 1, group_policy=none, limit=10',
+                   bug_phase, args)
         if 'scheduler' not in args.skip:
-            sections.append(('Scheduler loop (GET limit=%d, PUT first '
-                             'candidate, retry on 409; %gs per run)' % (
-                                 args.scheduler_limit,
-                                 args.scheduler_seconds),
-                             scheduler_phase(srvs, args)))
+            _phase(sections, srvs, 'Scheduler loop (GET limit=%d, PUT first '
+                   'candidate, retry on 409; %gs per run)' % (
+                       args.scheduler_limit, args.scheduler_seconds),
+                   scheduler_phase, args)
     finally:
         servers.stop_all()
         if not args.keep:
@@ -261,10 +280,10 @@ def main(argv=None):
                 datetime.date.today().isoformat(), args.backend, nodes,
                 ' (quick)' if args.quick else '')
             facts = ('%d reps max per query, seed %d, %d CPUs, load average '
-                     '%.1f at start; %.0fs in all; microversion 1.39; times '
+                     '%.1f at start; %.0fs in all; microversion %s; times '
                      'are client-side, ours/up < 1 means ours is faster.' % (
                          args.reps, args.seed, os.cpu_count(), load,
-                         time.monotonic() - started))
+                         time.monotonic() - started, client.MICROVERSION))
             body = '\n\n'.join(['#### %s\n\n%s' % (title, text)
                                 for title, text in sections] + [facts])
             log('\n%s\n\n%s\n' % (heading, body))

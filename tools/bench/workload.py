@@ -3,7 +3,6 @@ concurrent scheduler loop, always against both servers alike."""
 import json
 import threading
 import time
-import urllib.parse
 import uuid
 
 import dataset
@@ -79,7 +78,7 @@ class QueryResult:
     def __init__(self, query):
         self.query = query
         self.seconds = {}       # label -> [latency]
-        self.errors = {}        # label -> count of non-200
+        self.errors = {}        # label -> count of failed requests
         self.counts = {}        # label -> candidates without limit
         self.limited_counts = {}
         self.problems = []
@@ -87,17 +86,31 @@ class QueryResult:
     def record(self, label, seconds):
         self.seconds.setdefault(label, []).append(seconds)
 
-    def error(self, label, what):
-        self.errors[label] = self.errors.get(label, 0) + 1
-        if self.errors[label] == 1:
-            self.problems.append('%s: %s' % (label, what))
+    def fetch(self, server, path, timeout=None):
+        """The 200 response of ``server``, or None with the failure counted
+        (the first one of each server is kept for the notes)."""
+        try:
+            resp = server.client.get(path, timeout=timeout)
+        except ConnectionFailed as exc:
+            failure = str(exc)
+        else:
+            if resp.status == 200:
+                return resp
+            failure = '%s %s' % (resp.status,
+                                 resp.body[:300].decode(errors='replace'))
+        self.errors[server.label] = self.errors.get(server.label, 0) + 1
+        if self.errors[server.label] == 1:
+            self.problems.append('%s: %s' % (server.label, failure))
+        return None
 
-
-def get_or_failure(server, path, timeout=None):
-    try:
-        return server.client.get(path, timeout=timeout), None
-    except ConnectionFailed as exc:
-        return None, str(exc)
+    def compare_counts(self, counts, servers, log, what=''):
+        """Note (loudly) servers that disagree on the number of candidates."""
+        if len(counts) == len(servers) and len(set(counts.values())) > 1:
+            problem = 'COUNT MISMATCH%s %s' % (what, counts)
+            self.problems.append(problem)
+            log('!!! %s: %s' % (self.query.name, problem))
+            return False
+        return True
 
 
 def verify_answers(servers, queries, log):
@@ -111,21 +124,16 @@ def verify_answers(servers, queries, log):
         result = QueryResult(query)
         answers = {}
         for server in servers:
-            resp, failure = get_or_failure(server, query.path)
-            if resp is None or resp.status != 200:
-                result.error(server.label, failure or '%s %s' % (
-                    resp.status, resp.body[:300].decode(errors='replace')))
-                continue
-            body = resp.json()
-            result.counts[server.label] = query.count(body)
-            answers[server.label] = _normalized(body, query.key)
-        counts = set(result.counts.values())
-        if len(result.counts) == len(servers) and len(counts) > 1:
-            result.problems.append('COUNT MISMATCH %s' % result.counts)
-        elif len(answers) == len(servers) and len(set(answers.values())) > 1:
+            resp = result.fetch(server, query.path)
+            if resp is not None:
+                body = resp.json()
+                result.counts[server.label] = query.count(body)
+                answers[server.label] = _normalized(body, query.key)
+        if (result.compare_counts(result.counts, servers, log)
+                and len(answers) == len(servers)
+                and len(set(answers.values())) > 1):
             result.problems.append('same count, DIFFERENT candidates')
-        for problem in result.problems:
-            log('!!! %s: %s' % (query.name, problem))
+            log('!!! %s: same count, DIFFERENT candidates' % query.name)
         results.append(result)
     return results
 
@@ -141,10 +149,8 @@ def measure_latency(servers, results, reps, min_reps, budget, log):
         started = time.monotonic()
         for rep in range(reps):
             for server in servers:
-                resp, failure = get_or_failure(server, query.limited)
-                if resp is None or resp.status != 200:
-                    result.error(server.label, failure or '%s %s' % (
-                        resp.status, resp.body[:300].decode(errors='replace')))
+                resp = result.fetch(server, query.limited)
+                if resp is None:
                     continue
                 result.record(server.label, resp.seconds)
                 if rep == 0:
@@ -155,11 +161,8 @@ def measure_latency(servers, results, reps, min_reps, budget, log):
         log('  %-36s %s' % (query.name, '  '.join(
             '%s %d reps' % (label, len(times))
             for label, times in result.seconds.items())))
-        counts = set(result.limited_counts.values())
-        if len(result.limited_counts) == len(servers) and len(counts) > 1:
-            problem = 'COUNT MISMATCH with limit %s' % result.limited_counts
-            result.problems.append(problem)
-            log('!!! %s: %s' % (query.name, problem))
+        result.compare_counts(result.limited_counts, servers, log,
+                              ' with limit')
     return results
 
 
@@ -190,6 +193,7 @@ class SchedulerStats:
         self.server_errors = 0
         self.other_errors = 0
         self.no_candidates = 0
+        self.conflict_codes = {}  # 409 error code -> count
         self.claim_seconds = []
         self.elapsed = 0.0
         self.samples = []
@@ -204,8 +208,14 @@ class SchedulerStats:
     def note(self, field, sample=None):
         with self._lock:
             setattr(self, field, getattr(self, field) + 1)
-            if sample and len(self.samples) < 5:
+            if sample and len(self.samples) < 5 and (
+                    sample not in self.samples):
                 self.samples.append(sample)
+
+    def conflict(self, code):
+        with self._lock:
+            self.conflicts += 1
+            self.conflict_codes[code] = self.conflict_codes.get(code, 0) + 1
 
     def claimed_ok(self, seconds, allocations):
         with self._lock:
@@ -214,6 +224,13 @@ class SchedulerStats:
             self.touched.update(allocations)
             dataset.add_usage(self.usage, {
                 rp: alloc['resources'] for rp, alloc in allocations.items()})
+
+
+def _error_code(resp):
+    try:
+        return resp.json()['errors'][0].get('code', '-')
+    except (ValueError, LookupError, TypeError):
+        return '-'
 
 
 def scheduler_loop(server, clients, duration, limit, stats):
@@ -255,7 +272,7 @@ def scheduler_loop(server, clients, duration, limit, stats):
                                  request['allocations'])
                 attempt_started = time.perf_counter()
             elif put.status == 409:
-                stats.note('conflicts')
+                stats.conflict(_error_code(put))
             else:
                 stats.note('server_errors' if put.status >= 500
                            else 'other_errors',
@@ -276,17 +293,20 @@ def capacity_problems(server, runs, concurrency=4):
         touched |= stats.touched
         for key, amount in stats.usage.items():
             expected[key] = expected.get(key, 0) + amount
-    expected = ({dataset.CONSUMER_TYPE: expected}
-                if expected['consumer_count'] else {})
     problems = []
     lock = threading.Lock()
 
     def check(rp):
-        inventories = server.client.expect(
-            'GET', '/resource_providers/%s/inventories' % rp
-        ).json()['inventories']
-        usages = server.client.expect(
-            'GET', '/resource_providers/%s/usages' % rp).json()['usages']
+        try:
+            inventories = server.client.expect(
+                'GET', '/resource_providers/%s/inventories' % rp
+            ).json()['inventories']
+            usages = server.client.expect(
+                'GET', '/resource_providers/%s/usages' % rp).json()['usages']
+        except (RuntimeError, ConnectionFailed) as exc:
+            with lock:
+                problems.append('check of %s failed: %s' % (rp, exc))
+            return
         for rc, used in usages.items():
             inv = inventories.get(rc)
             if used and (inv is None or used > dataset.capacity(inv)):
@@ -295,10 +315,6 @@ def capacity_problems(server, runs, concurrency=4):
                         rp, rc, used, inv and dataset.capacity(inv)))
 
     run_bounded(check, sorted(touched), concurrency)
-    got = server.client.expect(
-        'GET', '/usages?project_id=' + urllib.parse.quote(SCHEDULER_PROJECT)
-    ).json()['usages']
-    if got != expected:
-        problems.append('scheduler project usages %s != successful claims %s'
-                        % (got, expected))
+    problems += dataset.usages_problems(server.client, SCHEDULER_PROJECT,
+                                        expected)
     return problems

@@ -1,0 +1,63 @@
+"""Operator endpoints beside the Placement API (not part of upstream's):
+
+    GET /healthcheck       database reachability; open (health.py)
+    GET /x-openapi.json    OpenAPI description of the API; open (openapi.py)
+    GET [metrics]path      Prometheus metrics, only when [metrics]enabled,
+                           to [metrics]allowed_networks (metrics.py)
+
+They are answered in front of the API pipeline: no token, no microversion,
+no request log line, and they are not counted in the request metrics.
+Their paths are checked at startup not to be API paths, so that every
+API request behaves as upstream's.
+"""
+from werkzeug import exceptions as http_exceptions
+
+from placement.api import errors
+from placement.api import health
+from placement.api import metrics
+from placement.api import openapi
+
+_METHODS = ('GET', 'HEAD')
+
+
+def wrap(pipeline, flask_app, conf, engine):
+    """``pipeline`` (the API) behind the operator endpoints."""
+    endpoints = {
+        health.PATH: health.HealthCheck(engine),
+        openapi.PATH: openapi.Endpoint(flask_app),
+    }
+    if conf.metrics.enabled:
+        if conf.metrics.path in endpoints:
+            raise ValueError('[metrics] path %s is taken by another '
+                             'endpoint' % conf.metrics.path)
+        endpoints[conf.metrics.path] = metrics.Endpoint(conf, engine)
+        pipeline = metrics.instrument(pipeline, flask_app.url_map, engine)
+    for path in endpoints:
+        _check_not_api(path, flask_app.url_map)
+    return _Dispatcher(pipeline, endpoints)
+
+
+def _check_not_api(path, url_map):
+    try:
+        url_map.bind('placement').match(path)
+    except http_exceptions.NotFound:
+        return
+    except http_exceptions.HTTPException:
+        pass
+    raise ValueError('%s is a Placement API path: it cannot serve an '
+                     'extension' % path)
+
+
+class _Dispatcher:
+
+    def __init__(self, pipeline, endpoints):
+        self.pipeline = pipeline
+        self.endpoints = endpoints
+
+    def __call__(self, environ, start_response):
+        endpoint = self.endpoints.get(environ.get('PATH_INFO', ''))
+        if endpoint is None:
+            return self.pipeline(environ, start_response)
+        if environ['REQUEST_METHOD'] not in _METHODS:
+            endpoint = errors.MethodNotAllowed(_METHODS).to_wsgi(environ)
+        return endpoint(environ, start_response)

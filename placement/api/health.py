@@ -1,0 +1,65 @@
+"""GET /healthcheck (an extension): is the service able to reach its
+database? For load balancers and orchestrators: no token, no
+microversion, no request log line.
+
+    200 {"status": "ok", "database": "ok"}
+    503 {"status": "error", "database": "unreachable"}   the query failed
+    503 {"status": "error", "database": "timeout"}       no answer in time
+
+The check is ``SELECT 1`` on a pooled connection, bounded by TIMEOUT
+seconds whatever the database or the pool do. Concurrent health requests
+share the check in flight instead of queueing more behind a stuck one.
+"""
+from concurrent import futures
+import logging
+import threading
+
+import sqlalchemy.exc
+import webob
+
+LOG = logging.getLogger(__name__)
+
+PATH = '/healthcheck'
+TIMEOUT = 2.0
+
+
+class HealthCheck:
+
+    def __init__(self, engine, timeout=TIMEOUT):
+        self._engine = engine
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._executor = futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix='placement-healthcheck')
+        self._in_flight = None
+
+    def __call__(self, environ, start_response):
+        database = self.database_status()
+        healthy = database == 'ok'
+        response = webob.Response(
+            json_body={'status': 'ok' if healthy else 'error',
+                       'database': database},
+            status=200 if healthy else 503,
+            content_type='application/json', charset=None)
+        response.cache_control = 'no-store'
+        return response(environ, start_response)
+
+    def database_status(self):
+        with self._lock:
+            if self._in_flight is None or self._in_flight.done():
+                self._in_flight = self._executor.submit(self._select_one)
+            check = self._in_flight
+        try:
+            check.result(timeout=self._timeout)
+        except futures.TimeoutError:
+            LOG.warning('Health check: the database did not answer within '
+                        '%ss', self._timeout)
+            return 'timeout'
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            LOG.warning('Health check: the database is unreachable: %s', exc)
+            return 'unreachable'
+        return 'ok'
+
+    def _select_one(self):
+        with self._engine.connect() as conn:
+            conn.exec_driver_sql('SELECT 1')

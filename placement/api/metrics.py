@@ -1,0 +1,288 @@
+"""Prometheus metrics (an extension; off unless ``[metrics] enabled``).
+
+What is measured:
+
+- every API request, by Flask url rule (``route``; ``-`` when no rule
+  matches), method, status and microversion (``-`` when the request was
+  refused before its version was read): a counter and a latency histogram;
+- allocation writes that lost a race with a concurrent update, and the
+  server-side retries they caused (placement.api.allocations);
+- allocation candidate generation: duration, and candidates returned;
+- the database connection pool of this process: size and checked out;
+- at scrape time, with one aggregate query: total, reserved, capacity
+  ((total - reserved) * allocation_ratio) and used amounts of every
+  resource class, and whether that query reached the database.
+
+Processes: prometheus_client keeps numbers per process. When the
+``PROMETHEUS_MULTIPROC_DIR`` environment variable names a directory
+before the service starts (gunicorn or mod_wsgi with several processes),
+every process writes its numbers there and a scrape, answered by any of
+them, sums them up; the directory must be empty when the service starts,
+and gunicorn should call ``child_exit`` from its ``child_exit`` hook so
+that the pool gauges of a dead worker go away. Without the variable, a
+scrape reports the answering process only.
+"""
+import ipaddress
+import logging
+import os
+import time
+
+import prometheus_client
+from prometheus_client import core as prometheus_core
+from prometheus_client import exposition
+from prometheus_client import multiprocess
+from prometheus_client import registry as prometheus_registry
+import sqlalchemy.exc
+from sqlalchemy import event
+import webob
+from werkzeug import exceptions as http_exceptions
+
+from placement.api import errors
+from placement.api import microversion
+from placement.db import capacity
+
+LOG = logging.getLogger(__name__)
+
+MULTIPROC_DIR_ENV = 'PROMETHEUS_MULTIPROC_DIR'
+# Label value for a request without a matching rule or a parsed version.
+UNKNOWN = '-'
+# Any other method is counted as OTHER: clients choose it, and every label
+# value is a new series.
+_METHODS = frozenset(('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
+                      'OPTIONS'))
+
+# No *_created series: they double the output and say when a process
+# started, which process_start_time_seconds already does.
+prometheus_client.disable_created_metrics()
+# This process's metrics; in multiprocess mode their values live in files
+# and a scrape reads those instead.
+_REGISTRY = prometheus_registry.CollectorRegistry()
+
+_REQUEST_LABELS = ('route', 'method', 'status', 'microversion')
+REQUESTS = prometheus_client.Counter(
+    'placement_http_requests',
+    'API requests answered, by url rule, method, status and microversion.',
+    _REQUEST_LABELS, registry=_REGISTRY)
+REQUEST_SECONDS = prometheus_client.Histogram(
+    'placement_http_request_duration_seconds',
+    'Time from receiving an API request to starting its response.',
+    _REQUEST_LABELS, registry=_REGISTRY,
+    buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
+ALLOCATION_CONFLICTS = prometheus_client.Counter(
+    'placement_allocation_write_conflicts',
+    'Allocation write attempts that lost a race with a concurrent update '
+    'of a provider or consumer.', registry=_REGISTRY)
+ALLOCATION_RETRIES = prometheus_client.Counter(
+    'placement_allocation_write_retries',
+    'Allocation writes the server ran again after such a conflict (the '
+    'others were answered 409).', registry=_REGISTRY)
+CANDIDATE_SECONDS = prometheus_client.Histogram(
+    'placement_allocation_candidates_duration_seconds',
+    'Time spent generating the allocation candidates of a request.',
+    registry=_REGISTRY,
+    buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60))
+CANDIDATES_RETURNED = prometheus_client.Histogram(
+    'placement_allocation_candidates_returned',
+    'Allocation candidates returned by a request.', registry=_REGISTRY,
+    buckets=(0, 1, 10, 50, 100, 500, 1000, 5000, 10000, 50000))
+DB_POOL_SIZE = prometheus_client.Gauge(
+    'placement_db_pool_size',
+    'Connections the database pool keeps open (summed over processes).',
+    registry=_REGISTRY, multiprocess_mode='livesum')
+DB_POOL_CHECKED_OUT = prometheus_client.Gauge(
+    'placement_db_pool_checked_out',
+    'Database connections in use (summed over processes).',
+    registry=_REGISTRY, multiprocess_mode='livesum')
+
+
+def multiprocess_dir():
+    return os.environ.get(MULTIPROC_DIR_ENV) or None
+
+
+def child_exit(_server, worker):
+    """gunicorn ``child_exit`` hook: forget a dead worker's gauges."""
+    if multiprocess_dir():
+        multiprocess.mark_process_dead(worker.pid)
+
+
+class candidate_generation:
+    """Times a candidate search; ``found(n)`` records its result size.
+
+        with metrics.candidate_generation() as generation:
+            result = ...
+            generation.found(len(result.candidates))
+    """
+
+    def __enter__(self):
+        self._start = time.perf_counter()
+        return self
+
+    def found(self, count):
+        CANDIDATES_RETURNED.observe(count)
+
+    def __exit__(self, *_exc):
+        CANDIDATE_SECONDS.observe(time.perf_counter() - self._start)
+
+
+def instrument(app, url_map, engine):
+    """Wrap the API pipeline ``app`` to measure its requests, and count
+    the connections ``engine`` hands out.
+    """
+    _watch_pool(engine)
+    return _RequestMetrics(app, url_map)
+
+
+class _RequestMetrics:
+
+    def __init__(self, app, url_map):
+        self.app = app
+        self.url_map = url_map
+
+    def __call__(self, environ, start_response):
+        start = time.perf_counter()
+
+        def measured_start_response(status, headers, exc_info=None):
+            self._observe(environ, status[:3], start)
+            return start_response(status, headers, exc_info)
+
+        try:
+            return self.app(environ, measured_start_response)
+        except Exception:
+            self._observe(environ, '500', start)
+            raise
+
+    def _observe(self, environ, status, start):
+        version = environ.get(microversion.ENVIRON_KEY)
+        method = environ.get('REQUEST_METHOD')
+        labels = (self._route(environ),
+                  method if method in _METHODS else 'OTHER',
+                  status, str(version) if version else UNKNOWN)
+        REQUESTS.labels(*labels).inc()
+        REQUEST_SECONDS.labels(*labels).observe(time.perf_counter() - start)
+
+    def _route(self, environ):
+        """The url rule the path matches (whatever the method), or '-'.
+
+        Matched here rather than read from Flask, so that requests that
+        authentication refused have their route too.
+        """
+        adapter = self.url_map.bind_to_environ(environ)
+        try:
+            rule, _args = adapter.match(return_rule=True)
+        except http_exceptions.MethodNotAllowed as exc:
+            rule, _args = adapter.match(method=sorted(exc.valid_methods)[0],
+                                        return_rule=True)
+        except http_exceptions.HTTPException:
+            return UNKNOWN
+        return rule.rule
+
+
+def _watch_pool(engine):
+    pool = engine.pool
+    size = getattr(pool, 'size', None)
+    if size is not None:
+        DB_POOL_SIZE.set(size())
+    if not event.contains(engine, 'checkout', _checked_out):
+        event.listen(engine, 'checkout', _checked_out)
+        event.listen(engine, 'checkin', _checked_in)
+
+
+def _checked_out(_dbapi_connection, _record, _proxy):
+    DB_POOL_CHECKED_OUT.inc()
+
+
+def _checked_in(_dbapi_connection, _record):
+    DB_POOL_CHECKED_OUT.dec()
+
+
+class Endpoint:
+    """GET [metrics]path: the metrics, to clients of allowed networks."""
+
+    def __init__(self, conf, engine):
+        self._networks = allowed_networks(conf.metrics.allowed_networks)
+        self._database = _DatabaseCollector(engine)
+
+    def __call__(self, environ, start_response):
+        if not self._allowed(environ.get('REMOTE_ADDR', '')):
+            return errors.Forbidden(
+                'Metrics are not available to this address.').to_wsgi(
+                    environ)(environ, start_response)
+        encode, content_type = exposition.choose_encoder(
+            environ.get('HTTP_ACCEPT'))
+        response = webob.Response(body=encode(self._registry()),
+                                  content_type=None)
+        response.headers['Content-Type'] = content_type
+        response.cache_control = 'no-store'
+        return response(environ, start_response)
+
+    def _allowed(self, address):
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        mapped = getattr(ip, 'ipv4_mapped', None)
+        return any((mapped or ip) in network for network in self._networks)
+
+    def _registry(self):
+        registry = prometheus_registry.CollectorRegistry()
+        directory = multiprocess_dir()
+        if directory:
+            multiprocess.MultiProcessCollector(registry, path=directory)
+        else:
+            registry.register(_REGISTRY)
+            prometheus_client.ProcessCollector(registry=registry)
+        registry.register(self._database)
+        return registry
+
+
+def allowed_networks(cidrs):
+    """[metrics]allowed_networks as ip_network objects; a bad entry stops
+    the service from starting (ValueError naming it).
+    """
+    networks = []
+    for cidr in cidrs:
+        try:
+            networks.append(ipaddress.ip_network(cidr.strip(), strict=False))
+        except ValueError as exc:
+            raise ValueError('[metrics] allowed_networks: %s' % exc) from None
+    return networks
+
+
+class _DatabaseCollector:
+    """Capacity per resource class, read from the database at scrape time
+    (the same for every process, so never kept in the metric files)."""
+
+    _GAUGES = (
+        ('total', 'placement_resource_total',
+         'Inventory total of a resource class over all providers.'),
+        ('reserved', 'placement_resource_reserved',
+         'Reserved amount of a resource class over all providers.'),
+        ('capacity', 'placement_resource_capacity',
+         'Allocatable amount of a resource class over all providers: '
+         '(total - reserved) * allocation_ratio.'),
+        ('used', 'placement_resource_used',
+         'Allocated amount of a resource class over all providers.'),
+    )
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def collect(self):
+        try:
+            with self._engine.connect() as conn:
+                rows = capacity.by_resource_class(conn)
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            LOG.warning('Metrics: cannot read capacity: %s', exc)
+            rows = None
+        yield prometheus_core.GaugeMetricFamily(
+            'placement_database_up',
+            'Whether the capacity query of this scrape reached the database.',
+            value=0 if rows is None else 1)
+        if rows is None:
+            return
+        for field, name, documentation in self._GAUGES:
+            family = prometheus_core.GaugeMetricFamily(
+                name, documentation, labels=['resource_class'])
+            for row in rows:
+                family.add_metric([row.resource_class], getattr(row, field))
+            yield family

@@ -1,0 +1,208 @@
+"""Operator extensions of placement-manage (upstream has neither):
+
+``candidates explain QUERY [--microversion V] [--json]``
+    why GET /allocation_candidates?QUERY finds no candidates, or no more
+    than it does, read from the database (placement.candidates.explain).
+``audit [--consumers FILE|-] [--fix]``
+    inconsistent data (placement.db.audit). Exit status: 0 nothing found,
+    1 something found (and, with --fix, repaired where it can be), 2 error.
+"""
+import json
+import sys
+
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+
+from placement.api import errors
+from placement.api import explain as explain_api
+from placement.api import microversion
+from placement import candidates
+from placement.candidates import explain
+from placement.db import audit
+from placement.db import engine as db_engine
+from placement import exception
+
+OK, FOUND, ERROR = 0, 1, 2
+
+
+def add_commands(subparsers):
+    group = subparsers.add_parser(
+        'candidates', help='Allocation candidates tools (extension).')
+    commands = group.add_subparsers(title='subcommands',
+                                    dest='candidates_command')
+    parser = commands.add_parser(
+        'explain', help='Explain the allocation candidates of a query '
+                        'string (extension).')
+    parser.add_argument(
+        'query', help='The query string of GET /allocation_candidates, e.g. '
+                      "'resources=VCPU:1,MEMORY_MB:2048&required=HW_CPU_X86_"
+                      "AVX2' (anything up to a '?' is ignored).")
+    parser.add_argument(
+        '--microversion', default='latest',
+        help='The microversion to read the query string at (default: '
+             'latest).')
+    parser.add_argument('--json', action='store_true',
+                        help='Print the JSON document of the HTTP extension.')
+    parser.set_defaults(func=_explain)
+
+    parser = subparsers.add_parser(
+        'audit', help='Report (and with --fix repair) inconsistent '
+                      'allocations and consumers (extension).')
+    parser.add_argument(
+        '--consumers', metavar='FILE',
+        help="The uuids of the consumers that really exist, one per line "
+             "('-': standard input); allocations of any other consumer are "
+             "reported as orphaned.")
+    parser.add_argument(
+        '--fix', action='store_true',
+        help='Delete what is reported as orphaned or empty consumers.')
+    parser.set_defaults(func=_audit)
+
+
+def _fail(message):
+    print('placement-manage: %s' % message, file=sys.stderr)
+    return ERROR
+
+
+# -- candidates explain ----------------------------------------------------
+
+
+def _explain(conf, engine):
+    query = conf.command.query
+    query = query.split('?', 1)[1] if '?' in query else query
+    try:
+        request, _version = explain_api.parse_query_string(
+            query, conf.command.microversion)
+    except microversion.VersionError as exc:
+        return _fail('invalid microversion: %s' % exc)
+    except errors.PlacementHTTPError as exc:
+        return _fail(exc.detail)
+    try:
+        with engine.connect() as conn:
+            explanation = explain.explain(
+                conn, request, candidates.Settings.from_conf(conf))
+    except exception.Invalid as exc:
+        return _fail(str(exc))
+    except sa.exc.DBAPIError as exc:
+        return _fail('database error: %s' % exc.orig)
+    if conf.command.json:
+        print(json.dumps(explanation.as_dict(), indent=2))
+    else:
+        print(explanation.text())
+    return OK
+
+
+# -- audit -----------------------------------------------------------------
+
+
+def _audit(conf, engine):
+    existing = None
+    if conf.command.consumers:
+        try:
+            existing = _read_consumers(conf.command.consumers)
+        except (OSError, ValueError) as exc:
+            return _fail(str(exc))
+    try:
+        return _run_audit(engine, existing, conf.command.fix)
+    except sa.exc.DBAPIError as exc:
+        return _fail('database error: %s' % exc.orig)
+
+
+def _read_consumers(path):
+    """The uuids of FILE ('-': stdin); blank lines and '#' comments are
+    skipped. An empty list is refused: it would orphan every consumer.
+    """
+    if path == '-':
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(path) as source:
+            lines = source.read().splitlines()
+    uuids = []
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        if not uuidutils.is_uuid_like(line):
+            raise ValueError('%s line %d: not a uuid: %s' % (
+                path, number, line))
+        uuids.append(line)
+    if not uuids:
+        raise ValueError('%s lists no consumer: refusing to treat every '
+                         'consumer as orphaned' % path)
+    return uuids
+
+
+def _run_audit(engine, existing, fix):
+    with engine.connect() as conn:
+        over = audit.over_capacity(conn)
+        uninventoried = audit.allocations_without_inventory(conn)
+        empty = audit.empty_consumers(conn)
+        orphans = ([] if existing is None
+                   else audit.orphaned_consumers(conn, existing))
+    for item in over:
+        print('over capacity: %s (%s) %s: used %d, capacity %d (total %d, '
+              'reserved %d, ratio %s)' % (
+                  item.provider_name, item.provider_uuid,
+                  item.resource_class, item.used, item.capacity, item.total,
+                  item.reserved, explain.display_ratio(item.allocation_ratio)))
+    for item in uninventoried:
+        print('allocation without inventory: consumer %s holds %s=%d on '
+              '%s (%s), which has no %s inventory' % (
+                  item.consumer_uuid, item.resource_class, item.used,
+                  item.provider_name, item.provider_uuid,
+                  item.resource_class))
+    for consumer in empty:
+        print('empty consumer: %s' % _consumer_text(consumer))
+    for consumer in orphans:
+        print('orphaned consumer: %s holds %s' % (
+            _consumer_text(consumer), _allocations_text(consumer)))
+    found = len(over) + len(uninventoried) + len(empty) + len(orphans)
+    if not found:
+        print('audit: nothing found')
+        return OK
+    if not fix:
+        print('audit: %d finding(s); dry run, nothing changed (--fix '
+              'deletes orphaned and empty consumers)' % found)
+        return FOUND
+    repairs = ([(audit.delete_orphaned_consumer, c, 'the allocations of '
+                 'orphaned consumer') for c in orphans]
+               + [(audit.delete_empty_consumer, c, 'empty consumer')
+                  for c in empty])
+    fixed = sum(_repair(engine, *repair) for repair in repairs)
+    print('audit: %d finding(s), %d fixed, %d skipped; over-capacity and '
+          'missing-inventory findings are only reported'
+          % (found, fixed, len(repairs) - fixed))
+    return FOUND
+
+
+def _consumer_text(consumer):
+    if consumer.id is None:
+        return '%s (no consumer record)' % consumer.uuid
+    return '%s (project %s, user %s, generation %d)' % (
+        consumer.uuid, consumer.project, consumer.user, consumer.generation)
+
+
+def _allocations_text(consumer):
+    by_provider = {}
+    for item in consumer.allocations:
+        by_provider.setdefault(
+            '%s (%s)' % (item.provider_name, item.provider_uuid), []).append(
+                '%s=%d' % (item.resource_class, item.used))
+    return '; '.join('%s: %s' % (provider, ', '.join(amounts))
+                     for provider, amounts in by_provider.items())
+
+
+def _repair(engine, delete, consumer, what):
+    """Run one repair in its own transaction; whether it was done."""
+    def attempt():
+        with engine.begin() as conn:
+            db_engine.claim_write_lock(conn)
+            delete(conn, consumer)
+    try:
+        db_engine.retry_on_transient(attempt)
+    except exception.ConcurrentUpdate:
+        print('skipped: %s %s changed since the audit; run it again'
+              % (what, consumer.uuid))
+        return False
+    print('fixed: deleted %s %s' % (what, consumer.uuid))
+    return True

@@ -1,0 +1,327 @@
+"""The in-memory engine on hand-made universes: no database, no HTTP."""
+import pytest
+
+from placement.candidates import engine
+from placement.candidates import sql
+
+VCPU, MEM, DISK, VF = 1, 2, 3, 4
+SHARES, SSD, FOO = 10, 11, 12
+AGG_A, AGG_B = 100, 101
+
+
+class World:
+    """A universe built provider by provider."""
+
+    def __init__(self):
+        self.universe = engine.Universe()
+        self.parents = {}
+
+    def provider(self, ident, parent=None, inventory=None, traits=(),
+                 aggregates=(), used=None):
+        root = ident if parent is None else self.root(parent)
+        self.parents[ident] = parent
+        self.universe.root[ident] = root
+        self.universe.parent[ident] = parent
+        for rc, total in (inventory or {}).items():
+            fields = total if isinstance(total, dict) else {'total': total}
+            self.universe.add_inventory(sql.Inventory(
+                provider=ident, rc=rc, root=root, parent=parent,
+                total=fields['total'], reserved=fields.get('reserved', 0),
+                ratio=fields.get('ratio', 1.0),
+                sql_ratio=fields.get('ratio', 1.0),
+                min_unit=fields.get('min_unit', 1),
+                max_unit=fields.get('max_unit', fields['total']),
+                step_size=fields.get('step_size', 1),
+                used=(used or {}).get(rc, 0)))
+        for trait in traits:
+            self.universe.add_trait(ident, trait, root)
+        for aggregate in aggregates:
+            self.universe.add_aggregate(ident, aggregate, root)
+        if SHARES in traits:
+            self.universe.sharing.add(ident)
+        return ident
+
+    def root(self, ident):
+        while self.parents.get(ident) is not None:
+            ident = self.parents[ident]
+        return ident
+
+    def share(self):
+        """Sharing providers serve every tree with a provider in one of
+        their aggregates (what sql.sharing_anchors computes).
+        """
+        universe = self.universe
+        for sharer in universe.sharing:
+            mine = universe.aggregates.get(sharer, set())
+            for provider, aggregates in universe.aggregates.items():
+                if aggregates & mine:
+                    universe.share_anchors[sharer].add(
+                        universe.root[provider])
+
+    def plan(self, *needs, anchor_ok=lambda root: True, **kwargs):
+        self.share()
+        return engine.Plan(self.universe, list(needs), anchor_ok, **kwargs)
+
+
+def need(suffix='', resources=(), **kwargs):
+    return engine.Need(suffix=suffix, resources=tuple(resources), **kwargs)
+
+
+def candidates(plan, **kwargs):
+    return [plan.allocations(chosen)
+            for _anchor, chosen in plan.candidates(**kwargs)]
+
+
+@pytest.fixture
+def world():
+    return World()
+
+
+class TestSingleProvider:
+    def test_every_class_from_one_provider(self, world):
+        world.provider(1, inventory={VCPU: 4, MEM: 1024})
+        world.provider(2, inventory={VCPU: 4})
+        plan = world.plan(need('1', [(VCPU, 1), (MEM, 512)]))
+        assert candidates(plan) == [{1: {VCPU: 1, MEM: 512}}]
+
+    @pytest.mark.parametrize('fields, amount, fits', [
+        ({'total': 4, 'reserved': 1}, 3, True),
+        ({'total': 4, 'reserved': 1}, 4, False),
+        ({'total': 4, 'ratio': 2.0, 'max_unit': 8}, 8, True),
+        ({'total': 4, 'ratio': 2.0, 'max_unit': 8}, 9, False),
+        ({'total': 8, 'max_unit': 2}, 3, False),
+        ({'total': 8, 'min_unit': 2}, 1, False),
+        ({'total': 8, 'step_size': 2}, 3, False),
+        ({'total': 8, 'step_size': 2}, 4, True),
+    ])
+    def test_capacity_rules(self, world, fields, amount, fits):
+        world.provider(1, inventory={VCPU: fields})
+        plan = world.plan(need('1', [(VCPU, amount)]))
+        assert bool(candidates(plan)) is fits
+
+    def test_usage_counts(self, world):
+        world.provider(1, inventory={VCPU: 4}, used={VCPU: 3})
+        assert candidates(world.plan(need('1', [(VCPU, 1)])))
+        assert not candidates(world.plan(need('1', [(VCPU, 2)])))
+
+    def test_traits_and_aggregates_of_the_provider_itself(self, world):
+        world.provider(1, inventory={VCPU: 4}, traits=[SSD],
+                       aggregates=[AGG_A])
+        world.provider(2, inventory={VCPU: 4}, traits=[SSD, FOO])
+        world.provider(3, parent=1, inventory={VCPU: 4})
+        assert candidates(world.plan(need(
+            '1', [(VCPU, 1)], required=(frozenset([SSD]),),
+            forbidden=frozenset([FOO])))) == [{1: {VCPU: 1}}]
+        # The root's aggregate does not extend to a suffixed group's child.
+        assert candidates(world.plan(need(
+            '1', [(VCPU, 1)], member_of=(frozenset([AGG_A]),)))) == [
+                {1: {VCPU: 1}}]
+        # Anchors come in root order: 3 is in 1's tree.
+        assert candidates(world.plan(need(
+            '1', [(VCPU, 1)], forbidden_aggs=frozenset([AGG_A])))) == [
+                {3: {VCPU: 1}}, {2: {VCPU: 1}}]
+
+    def test_any_of_traits(self, world):
+        world.provider(1, inventory={VCPU: 4}, traits=[SSD])
+        world.provider(2, inventory={VCPU: 4}, traits=[FOO])
+        world.provider(3, inventory={VCPU: 4})
+        plan = world.plan(need('1', [(VCPU, 1)],
+                               required=(frozenset([SSD, FOO]),)))
+        assert candidates(plan) == [{1: {VCPU: 1}}, {2: {VCPU: 1}}]
+
+    def test_in_tree(self, world):
+        world.provider(1, inventory={VCPU: 4})
+        world.provider(2, parent=1, inventory={VCPU: 4})
+        world.provider(3, inventory={VCPU: 4})
+        plan = world.plan(need('1', [(VCPU, 1)], tree=1))
+        assert candidates(plan) == [{1: {VCPU: 1}}, {2: {VCPU: 1}}]
+        assert not candidates(world.plan(need('1', [(VCPU, 1)], lost=True)))
+
+    def test_sharing_provider_serves_its_aggregates(self, world):
+        world.provider(1, inventory={VCPU: 4}, aggregates=[AGG_A])
+        world.provider(2, inventory={VCPU: 4})
+        world.provider(9, inventory={DISK: 100}, traits=[SHARES],
+                       aggregates=[AGG_A])
+        plan = world.plan(need('1', [(VCPU, 1)]), need('2', [(DISK, 10)]),
+                          isolate=True)
+        assert [anchor for anchor, _ in plan.candidates()] == [1]
+        assert candidates(plan) == [{1: {VCPU: 1}, 9: {DISK: 10}}]
+
+
+class TestSpread:
+    """The unsuffixed group: any providers of one tree, plus sharing."""
+
+    def test_classes_from_different_providers_of_a_tree(self, world):
+        world.provider(1, inventory={DISK: 100})
+        world.provider(2, parent=1, inventory={VCPU: 4})
+        world.provider(3, parent=1, inventory={VCPU: 4})
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 10)]))
+        assert candidates(plan) == [
+            {2: {VCPU: 1}, 1: {DISK: 10}}, {3: {VCPU: 1}, 1: {DISK: 10}}]
+        assert plan.mappings(next(plan.candidates())[1]) == {'': [2, 1]}
+
+    def test_sharing_provider_completes_a_tree(self, world):
+        world.provider(1, inventory={VCPU: 4}, aggregates=[AGG_A])
+        world.provider(2, inventory={VCPU: 4, DISK: 10})
+        world.provider(9, inventory={DISK: 100}, traits=[SHARES],
+                       aggregates=[AGG_A])
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 10)]))
+        assert candidates(plan) == [
+            {1: {VCPU: 1}, 9: {DISK: 10}}, {2: {VCPU: 1, DISK: 10}}]
+
+    def test_required_traits_are_collective(self, world):
+        world.provider(1, inventory={DISK: 100}, traits=[SSD])
+        world.provider(2, parent=1, inventory={VCPU: 4}, traits=[FOO])
+        world.provider(3, inventory={VCPU: 4, DISK: 100}, traits=[FOO])
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 10)], required=(
+            frozenset([SSD]), frozenset([FOO]))))
+        assert candidates(plan) == [{2: {VCPU: 1}, 1: {DISK: 10}}]
+
+    def test_forbidden_trait_rules_out_a_provider(self, world):
+        world.provider(1, inventory={DISK: 100}, traits=[SSD])
+        world.provider(2, parent=1, inventory={VCPU: 4, DISK: 100})
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 10)],
+                               forbidden=frozenset([SSD])))
+        assert candidates(plan) == [{2: {VCPU: 1, DISK: 10}}]
+
+    def test_root_aggregate_spans_the_tree(self, world):
+        world.provider(1, aggregates=[AGG_A])
+        world.provider(2, parent=1, inventory={VCPU: 4})
+        world.provider(3, inventory={VCPU: 4})
+        world.provider(4, parent=3, inventory={VCPU: 4}, aggregates=[AGG_A])
+        world.provider(5, parent=3, inventory={VCPU: 4})
+        plan = world.plan(need('', [(VCPU, 1)],
+                               member_of=(frozenset([AGG_A]),)))
+        assert candidates(plan) == [{2: {VCPU: 1}}, {4: {VCPU: 1}}]
+
+    def test_sharing_not_used_with_in_tree(self, world):
+        world.provider(1, inventory={VCPU: 4}, aggregates=[AGG_A])
+        world.provider(9, inventory={DISK: 100}, traits=[SHARES],
+                       aggregates=[AGG_A])
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 1)], tree=1))
+        assert candidates(plan) == []
+
+
+class TestCombining:
+    def test_amounts_of_groups_add_up(self, world):
+        world.provider(1, inventory={VCPU: 4})
+        plan = world.plan(need('', [(VCPU, 1)]), need('1', [(VCPU, 2)]))
+        assert candidates(plan) == [{1: {VCPU: 3}}]
+        plan = world.plan(need('', [(VCPU, 2)]), need('1', [(VCPU, 3)]))
+        assert candidates(plan) == []
+
+    def test_combined_amount_within_max_unit(self, world):
+        world.provider(1, inventory={VCPU: {'total': 8, 'max_unit': 2}})
+        plan = world.plan(need('1', [(VCPU, 2)]), need('2', [(VCPU, 1)]))
+        assert candidates(plan) == []
+
+    def test_isolate(self, world):
+        world.provider(1)
+        world.provider(2, parent=1, inventory={VF: 4})
+        world.provider(3, parent=1, inventory={VF: 4})
+        groups = (need('1', [(VF, 1)]), need('2', [(VF, 1)]))
+        assert len(candidates(world.plan(*groups))) == 4
+        isolated = world.plan(*groups, isolate=True)
+        assert candidates(isolated) == [
+            {2: {VF: 1}, 3: {VF: 1}}, {3: {VF: 1}, 2: {VF: 1}}]
+
+    def test_same_subtree(self, world):
+        world.provider(1)
+        numa = [world.provider(10 + i, parent=1, inventory={VCPU: 4})
+                for i in range(2)]
+        for i, parent in enumerate(numa):
+            world.provider(20 + i, parent=parent, inventory={VF: 4},
+                           traits=[FOO])
+        groups = (need('_C', [(VCPU, 1)]), need('_N', [(VF, 1)]))
+        assert len(candidates(world.plan(*groups))) == 4
+        plan = world.plan(*groups, same_subtrees=[{'_C', '_N'}])
+        assert candidates(plan) == [
+            {10: {VCPU: 1}, 20: {VF: 1}}, {11: {VCPU: 1}, 21: {VF: 1}}]
+
+    def test_resourceless_group_pins_an_ancestor(self, world):
+        world.provider(1)
+        world.provider(2, parent=1, traits=[SSD])
+        world.provider(3, parent=2, inventory={VF: 4})
+        world.provider(4, parent=1, inventory={VF: 4})
+        plan = world.plan(need('_P', [(VF, 1)]),
+                          need('_N', required=(frozenset([SSD]),)),
+                          same_subtrees=[{'_P', '_N'}])
+        [(_anchor, chosen)] = list(plan.candidates())
+        assert plan.allocations(chosen) == {3: {VF: 1}}
+        assert plan.mappings(chosen) == {'_P': [3], '_N': [2]}
+
+    def test_one_provider_per_tree_before_nesting(self, world):
+        world.provider(1, inventory={DISK: 100})
+        world.provider(2, parent=1, inventory={VCPU: 4})
+        world.provider(3, inventory={VCPU: 4, DISK: 100})
+        plan = world.plan(need('', [(VCPU, 1), (DISK, 10)]), nested=False)
+        assert candidates(plan) == [{3: {VCPU: 1, DISK: 10}}]
+
+    def test_root_filter(self, world):
+        world.provider(1, inventory={VCPU: 4})
+        world.provider(2, inventory={VCPU: 4})
+        plan = world.plan(need('', [(VCPU, 1)]), anchor_ok=lambda r: r == 2)
+        assert candidates(plan) == [{2: {VCPU: 1}}]
+
+    def test_sharing_only_candidate_comes_once(self, world):
+        for root in (1, 2):
+            world.provider(root, inventory={VCPU: 4}, aggregates=[AGG_A])
+        world.provider(9, inventory={DISK: 100}, traits=[SHARES],
+                       aggregates=[AGG_A])
+        plan = world.plan(need('1', [(DISK, 10)]))
+        assert candidates(plan) == [{9: {DISK: 10}}]
+        assert len(candidates(world.plan(
+            need('1', [(DISK, 10)]), need('2', [(VCPU, 1)])))) == 2
+
+
+class TestOrder:
+    @pytest.fixture
+    def two_wide_trees(self, world):
+        for root in (1, 2):
+            world.provider(root)
+            for child in range(3):
+                world.provider(root * 10 + child, parent=root,
+                               inventory={VF: 1})
+        return world.plan(need('', [(VF, 1)]))
+
+    def test_depth_first_exhausts_an_anchor_first(self, two_wide_trees):
+        anchors = [a for a, _ in two_wide_trees.candidates()]
+        assert anchors == [1, 1, 1, 2, 2, 2]
+
+    def test_breadth_first_alternates(self, two_wide_trees):
+        anchors = [a for a, _ in two_wide_trees.candidates(
+            breadth_first=True)]
+        assert anchors == [1, 2, 1, 2, 1, 2]
+
+    def test_lazy(self, world):
+        world.provider(1)
+        for child in range(30):
+            world.provider(100 + child, parent=1, inventory={VF: 1})
+        plan = world.plan(*(need(str(i), [(VF, 1)]) for i in range(1, 6)),
+                          isolate=True)
+        stream = plan.candidates()
+        first = next(stream)
+        assert first == (1, (100, 101, 102, 103, 104))
+
+
+class TestVettingOneGroup:
+    def test_traits_of_the_unsuffixed_group(self, world):
+        world.provider(1, inventory={VCPU: 4})
+        plan = world.plan(need('', [(VCPU, 1)],
+                               required=(frozenset([SSD]),)), combined=False)
+        assert not plan.group_has_options(0)
+        plan = world.plan(need('', [(VCPU, 1)]), combined=False)
+        assert plan.group_has_options(0)
+
+
+class TestMatching:
+    def test_among(self, world):
+        world.provider(1, traits=[SSD])
+        world.provider(2, traits=[FOO])
+        world.provider(3)
+        bare = need('')
+        assert engine.matching(world.universe, bare) == set()
+        assert engine.matching(world.universe, bare, among=[1, 2, 3]) == {
+            1, 2, 3}
+        assert engine.matching(world.universe, need(
+            '', forbidden=frozenset([FOO])), among=[1, 2, 3]) == {1, 3}
