@@ -78,6 +78,14 @@ class GunicornServer:
                 # gunicorn puts its starting directory on sys.path: not the
                 # checkout, where another venv would import our placement.
                 cwd=self.workdir, start_new_session=True)
+        try:
+            self._wait_until_serving(command)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_serving(self, command):
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -88,10 +96,9 @@ class GunicornServer:
                 # The kernel accepts connections before a worker has loaded
                 # the application: a slow answer means not ready yet.
                 requests.get(self.url + self.ready_path, timeout=10)
-                return self
+                return
             except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.3)
-        self.stop()
         raise RuntimeError('%s did not answer within %ss:\n%s' % (
             ' '.join(command), START_TIMEOUT, self.log_tail()))
 
