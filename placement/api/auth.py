@@ -3,11 +3,15 @@
 Both leave the version document at ``/`` open, so clients can discover
 versions before they hold a token.
 """
+import logging
+
+from keystoneauth1 import exceptions as ksa_exceptions
 from keystonemiddleware import auth_token
 import webob.exc
 
 from placement.api import errors
 
+LOG = logging.getLogger(__name__)
 NOAUTH2 = 'noauth2'
 
 
@@ -22,6 +26,8 @@ def wrap(app, conf):
 class _KeystoneAuth(auth_token.AuthProtocol):
     """keystonemiddleware, answering a Keystone outage in Placement's error
     format: its own 503 body is webob's generic one, not ``{"errors": ...}``.
+    A Keystone it cannot even find (no endpoint of the configured interface
+    in the catalog) is an outage too, not a 500.
     """
 
     def process_request(self, request):
@@ -30,6 +36,11 @@ class _KeystoneAuth(auth_token.AuthProtocol):
         except webob.exc.HTTPServiceUnavailable as exc:
             return errors.ServiceUnavailable(exc.detail).to_wsgi(
                 request.environ)
+        except ksa_exceptions.ClientException as exc:
+            LOG.error('Cannot validate tokens with Keystone: %s', exc)
+            return errors.ServiceUnavailable(
+                'The identity service is unavailable: %s' % exc).to_wsgi(
+                    request.environ)
 
 
 class _SkipRoot:
