@@ -100,7 +100,9 @@ def traits(value, allow_forbidden=False, allow_any=False):
         return _any_traits(value), set()
     example = (_FORBIDDEN_TRAITS_EXAMPLE if allow_forbidden
                else _PLAIN_TRAITS_EXAMPLE)
-    required, forbidden = set(), set()
+    # Request order (an ordered set): an unknown trait is reported as the
+    # first one the client named, as upstream does.
+    required, forbidden = {}, set()
     for item in value.split(','):
         item = item.strip()
         if item.startswith(_NOT):
@@ -108,12 +110,12 @@ def traits(value, allow_forbidden=False, allow_any=False):
             forbidden.add(name)
         else:
             name = item
-            required.add(name)
+            required[name] = None
         if not name:
             raise _bad_query(_TRAITS_FORM % example + _EMPTY_TRAIT % value)
     if forbidden and not allow_forbidden:
         raise _bad_query(_TRAITS_FORM % example + ' Got: %s' % value)
-    return [frozenset([name]) for name in sorted(required)], forbidden
+    return [frozenset([name]) for name in required], forbidden
 
 
 def _any_traits(value):
@@ -149,11 +151,14 @@ def required_traits(values, version, allow_any=True):
 
 
 def trait_names(groups, forbidden):
-    """Every trait name a parsed ``required`` mentions (to look them up)."""
-    names = set(forbidden)
+    """Every trait name a parsed ``required`` mentions (to look them up),
+    in the order the client gave them.
+    """
+    names = {}
     for group in groups:
-        names |= group
-    return names
+        names.update(dict.fromkeys(sorted(group)))
+    names.update(dict.fromkeys(sorted(forbidden)))
+    return list(names)
 
 
 def aggregates(value, allow_forbidden=False):

@@ -101,24 +101,24 @@ def gc_paused():
 
 
 def _find(conn, request, settings):
-    names = sql.lookup(conn, *_mentioned(request))
-    needs = [_need(group, names) for group in request.groups]
-    failure = _unknown_name(request, names)
+    names = sql.lookup(conn, *names_mentioned(request))
+    needs = [group_need(group, names) for group in request.groups]
+    failure = first_unknown_name(request, names)
     if failure is not None:
         position, unknown = failure
-        if _finds_nothing_before(conn, request, names, needs, position):
+        if finds_nothing_before(conn, request, names, needs, position):
             return Result([], {})
         if unknown.resource_class:
             raise exception.Invalid(
                 'Invalid resource class in resources parameter: %s' % unknown)
         raise exception.Invalid(str(unknown))
-    universe = _load(conn, request, needs, names)
+    universe = load_universe(conn, request, needs, names)
     plan = engine.Plan(
-        universe, needs, _anchor_filter(request, names, universe),
+        universe, needs, anchor_filter(request, names, universe),
         isolate=request.isolate, same_subtrees=request.same_subtrees,
         nested=request.nested)
     if request.same_subtrees:
-        _load_ancestry(conn, plan)
+        load_ancestry(conn, plan)
     stream = plan.candidates(breadth_first=settings.strategy == BREADTH_FIRST)
     if settings.max_candidates >= 0:
         # Upstream stops after adding a candidate, so 0 still gives one.
@@ -134,13 +134,13 @@ def _find(conn, request, settings):
     return _result(conn, request, plan, names, chosen, used)
 
 
-def _mentioned(request):
+def names_mentioned(request):
     """Resource classes, traits, aggregates and providers to look up."""
     classes, aggregates, providers = set(), set(), set()
     traits = {SHARING_TRAIT} | request.root_required | request.root_forbidden
     for group in request.groups:
         classes.update(group.resources)
-        traits |= group.trait_names
+        traits.update(group.trait_names)
         for any_of in group.member_of:
             aggregates |= any_of
         aggregates |= group.forbidden_aggs
@@ -149,7 +149,7 @@ def _mentioned(request):
     return classes, traits, aggregates, providers
 
 
-def _need(group, names):
+def group_need(group, names):
     """The group with ids for names; unknown classes and traits are left
     out (they are reported before a need is used).
     """
@@ -181,7 +181,7 @@ class Unknown(exception.NotFound):
         self.resource_class = resource_class
 
 
-def _unknown_name(request, names):
+def first_unknown_name(request, names):
     """(position, Unknown) for the first unknown name upstream reports:
     root_required (position -1), then per group its classes, then its
     traits.
@@ -225,19 +225,19 @@ def matching_providers(conn, group):
     trait that does not exist.
     """
     request = candidate_request.Request(groups=[group])
-    names = sql.lookup(conn, *_mentioned(request))
+    names = sql.lookup(conn, *names_mentioned(request))
     unknown = _unknown_in_group(group, names)
     if unknown is not None:
         raise unknown
-    need = _need(group, names)
+    need = group_need(group, names)
     if need.lost:
         return set()
-    universe = _load(conn, request, [need], names)
+    universe = load_universe(conn, request, [need], names)
     among = None if need.resources else sql.provider_ids(conn, need.tree)
     return engine.matching(universe, need, among)
 
 
-def _finds_nothing_before(conn, request, names, needs, position):
+def finds_nothing_before(conn, request, names, needs, position):
     """Whether upstream gives up with no candidates before it reaches the
     unknown name at ``position``: it vets the request-wide root traits,
     then each group in turn, each on its own.
@@ -250,9 +250,9 @@ def _finds_nothing_before(conn, request, names, needs, position):
                 _ids(request.root_forbidden, names.traits))):
         return True
     earlier = needs[:position]
-    universe = _load(conn, request, earlier, names)
+    universe = load_universe(conn, request, earlier, names)
     plan = engine.Plan(universe, earlier,
-                       _anchor_filter(request, names, universe),
+                       anchor_filter(request, names, universe),
                        combined=False)
     if not all(plan.group_has_options(i) for i in range(len(earlier))):
         return True
@@ -274,7 +274,7 @@ def _any_member(conn, member_of):
                for aggs in aggregates.values())
 
 
-def _load(conn, request, needs, names):
+def load_universe(conn, request, needs, names):
     """A Universe with what ``needs`` can use."""
     universe = engine.Universe()
     rc_ids = {rc for need in needs for rc, _amount in need.resources}
@@ -304,7 +304,7 @@ def _load(conn, request, needs, names):
     return universe
 
 
-def _anchor_filter(request, names, universe):
+def anchor_filter(request, names, universe):
     """root_required: which roots may anchor a candidate."""
     required = _ids(request.root_required, names.traits)
     forbidden = _ids(request.root_forbidden, names.traits)
@@ -317,7 +317,7 @@ def _anchor_filter(request, names, universe):
     return anchor_ok
 
 
-def _load_ancestry(conn, plan):
+def load_ancestry(conn, plan):
     """Parents of the providers same_subtree has to compare, up to their
     roots: those with requested inventory came with their parent; the
     others are read a level at a time.

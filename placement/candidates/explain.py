@@ -194,16 +194,18 @@ class _Explainer:
 
     def run(self):
         request = self.request
-        self.names = sql.lookup(self.conn, *candidates._mentioned(request))
-        self.needs = [candidates._need(g, self.names) for g in request.groups]
+        self.names = sql.lookup(self.conn,
+                                *candidates.names_mentioned(request))
+        self.needs = [candidates.group_need(group, self.names)
+                      for group in request.groups]
         blocked = self._unknown_names()
         self._lost_trees()
-        self.universe = candidates._load(
+        self.universe = candidates.load_universe(
             self.conn, request, self.needs, self.names)
         self.class_name = {i: n for n, i in self.names.classes.items()}
         self.trait_name = {i: n for n, i in self.names.traits.items()}
         self._load_providers()
-        anchor_ok = candidates._anchor_filter(
+        anchor_ok = candidates.anchor_filter(
             request, self.names, self.universe)
         plan = self._plan(anchor_ok)
         # Groups are explained without root_required, which is reported
@@ -212,7 +214,7 @@ class _Explainer:
         if request.root_required or request.root_forbidden:
             self.open_plan = self._plan(lambda root: True)
         if request.same_subtrees:
-            candidates._load_ancestry(self.conn, self.open_plan)
+            candidates.load_ancestry(self.conn, self.open_plan)
         self.anchor_ok = anchor_ok
         blocked = blocked or bool(self.request_reasons)
         if blocked:
@@ -233,11 +235,11 @@ class _Explainer:
         """Raise as find does for an unknown name it reports; when the
         endpoint gives up before reaching it, note it and return True.
         """
-        failure = candidates._unknown_name(self.request, self.names)
+        failure = candidates.first_unknown_name(self.request, self.names)
         if failure is None:
             return False
         position, unknown = failure
-        if not candidates._finds_nothing_before(
+        if not candidates.finds_nothing_before(
                 self.conn, self.request, self.names, self.needs, position):
             if unknown.resource_class:
                 raise exception.Invalid(

@@ -57,7 +57,7 @@ class Group:
 
     @property
     def trait_names(self):
-        return query.trait_names(self.required, self.forbidden)
+        return set(query.trait_names(self.required, self.forbidden))
 
 
 @dataclasses.dataclass
@@ -132,7 +132,7 @@ def _root_required(values):
             code=errors.ILLEGAL_DUPLICATE_QUERYPARAM)
     groups, forbidden = query.traits(
         values[0], allow_forbidden=True, allow_any=False)
-    required = query.trait_names(groups, ())
+    required = set(query.trait_names(groups, ()))
     conflicts = required & forbidden
     if conflicts:
         raise errors.BadRequest(

@@ -34,16 +34,18 @@ def get_by_name(conn, name):
 
 
 def ids_by_name(conn, names):
-    """Map names to ids; raise NotFound listing every unknown name."""
-    names = set(names)
+    """Map names to ids; raise NotFound listing every unknown name in the
+    order ``names`` gives them.
+    """
+    names = list(dict.fromkeys(names))
     if not names:
         return {}
     found = dict(conn.execute(
         sa.select(_T.c.name, _T.c.id).where(_T.c.name.in_(names))).all())
-    missing = names - set(found)
+    missing = [name for name in names if name not in found]
     if missing:
         raise exception.NotFound(
-            'No such trait(s): %s.' % ', '.join(sorted(missing)))
+            'No such trait(s): %s.' % ', '.join(missing))
     return found
 
 

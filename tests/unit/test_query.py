@@ -140,9 +140,11 @@ class TestRequiredTraits:
         with pytest.raises(errors.BadRequest):
             query.required_traits(['in:A'], V1_39, allow_any=False)
 
-    def test_trait_names(self):
+    def test_trait_names_keep_the_request_order(self):
         assert query.trait_names(*query.required_traits(
-            ['in:A,B', '!C', 'D'], V1_39)) == {'A', 'B', 'C', 'D'}
+            ['in:A,B', '!C', 'D'], V1_39)) == ['A', 'B', 'D', 'C']
+        assert query.trait_names(*query.required_traits(
+            ['Z,!X,A'], V1_39)) == ['Z', 'A', 'X']
 
 
 def _bad_uuid(got):

@@ -100,7 +100,7 @@ class Client:
 
 
 def run_bounded(func, items, concurrency):
-    """Call ``func(item)`` for every item with at most ``concurrency`` in flight.
+    """Call ``func(item)`` for each item, at most ``concurrency`` at once.
 
     Worker threads pull from one shared iterator, so memory stays flat however
     many items there are. The first exception stops every worker and is

@@ -238,7 +238,7 @@ class Dataset:
             yield from tree
 
     def expected_usages(self):
-        """{project_id: usage entry (see add_usage)} of the loaded consumers."""
+        """{project_id: usage entry (see add_usage)} of the consumers."""
         totals = {}
         for _, project, _, request in self.consumers:
             add_usage(totals.setdefault(project, {'consumer_count': 0}),
@@ -253,6 +253,15 @@ def add_usage(usage, request):
     for resources in request.values():
         for rc, amount in resources.items():
             usage[rc] = usage.get(rc, 0) + amount
+
+
+def error_detail(resp):
+    """The specific part of an error body's detail, shortened."""
+    try:
+        detail = resp.json()['errors'][0]['detail']
+    except (ValueError, LookupError, TypeError):
+        detail = resp.body.decode(errors='replace')
+    return detail.split('\n\n')[-1].strip()[:100]
 
 
 def usages_problems(client, project, expected):
@@ -270,8 +279,8 @@ def usages_problems(client, project, expected):
             return []
         return ['usages of project %s: %s, expected %s' % (
             project, got, want)]
-    problems = ['GET /usages at 1.39 -> %s %s' % (
-        resp.status, resp.body[:120].decode(errors='replace'))]
+    problems = ['GET /usages at 1.39 -> %s %s' % (resp.status,
+                                                  error_detail(resp))]
     resp = client.request('GET', path, version='1.37')
     if resp.status != 200:
         return problems + ['and at 1.37 -> %s' % resp.status]
@@ -282,6 +291,8 @@ def usages_problems(client, project, expected):
     if got != want:
         problems.append('usages of project %s at 1.37: %s, expected %s' % (
             project, got, want))
+    else:
+        problems[0] += ' (totals match at 1.37)'
     return problems
 
 
@@ -396,5 +407,7 @@ def verify(client, dataset):
     if count != expected:
         problems.append('%d providers listed, %d loaded' % (count, expected))
     for project, usage in sorted(dataset.expected_usages().items()):
-        problems += usages_problems(client, project, usage)
+        problems += [problem for problem in
+                     usages_problems(client, project, usage)
+                     if problem not in problems]
     return problems

@@ -71,7 +71,7 @@ def upstream(venv=None, log=print):
 
 
 def _imports_this_checkout(python):
-    """True when ``python`` imports placement from this repo and has gunicorn."""
+    """Whether ``python`` imports this checkout's placement and gunicorn."""
     probe = ('import os, placement, gunicorn; '
              'print(os.path.dirname(os.path.dirname(placement.__file__)))')
     try:

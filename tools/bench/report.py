@@ -134,11 +134,16 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
             '%s: %d' % item for item in sorted(total.items())) or 'none'))
     verdicts = []
     for label in labels:
-        if label in checks:
-            found = checks[label]
-            verdicts.append('%s: %s' % (label, 'no provider over capacity, '
-                                        'usages match claims' if not found
-                                        else '; '.join(found[:5])))
+        found = checks.get(label)
+        if found is None:
+            continue
+        if not found:
+            verdicts.append('%s: no provider over capacity, usages match '
+                            'claims' % label)
+            continue
+        if not any(problem.startswith('OVER CAPACITY') for problem in found):
+            found = ['no provider over capacity'] + found
+        verdicts.append('%s: %s' % (label, '; '.join(found[:5])))
     return (text + '\n\n409 error codes: ' + ' | '.join(codes) +
             '\n\nCapacity check: ' + ' | '.join(verdicts))
 
