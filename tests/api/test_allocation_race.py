@@ -1,4 +1,5 @@
-"""Many clients racing for the last units of providers, through several
+"""Many clients racing for the last units of providers (and for one
+provider's generation), through several
 server processes sharing one database (every backend).
 
 Whatever interleaving the processes and the database produce, the claims
@@ -164,6 +165,7 @@ def test_racing_claims_never_exceed_capacity(server):
     _last_units_of_one_provider(server)
     _compute_node_and_sharing_provider(server)
     _delete_racing_claims(server)
+    _generation_race_on_one_provider(server)
 
 
 def _last_units_of_one_provider(server):
@@ -230,3 +232,34 @@ def _delete_racing_claims(server):
         else:
             assert claimed
             assert set(_holders(server, provider)) == set(claimed)
+
+
+def _generation_race_on_one_provider(server):
+    """Writers in several processes change one provider's traits from the
+    same generation: exactly one wins, the others get 409
+    placement.concurrent_update, and only the winner's traits are stored.
+    """
+    provider = _provider(server, {'VCPU': {'total': 1}})
+    path = '/resource_providers/%s/traits' % provider
+    status, body = _request(server, 'GET', path)
+    assert status == 200
+    generation = body['resource_provider_generation']
+    wanted = ['CUSTOM_RACE_%d' % index for index in range(CLIENTS)]
+    for name in wanted:
+        assert _request(server, 'PUT', '/traits/' + name)[0] in (201, 204)
+    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+        outcomes = list(pool.map(
+            lambda name: (name, *_request(
+                server, 'PUT', path, {'resource_provider_generation':
+                                      generation, 'traits': [name]})),
+            wanted))
+    winners = [name for name, status, _ in outcomes if status == 200]
+    assert len(winners) == 1, outcomes
+    for _name, status, response in outcomes:
+        if status != 200:
+            assert status == 409, (status, response)
+            assert (response['errors'][0]['code']
+                    == 'placement.concurrent_update')
+    status, body = _request(server, 'GET', path)
+    assert body['traits'] == winners
+    assert body['resource_provider_generation'] == generation + 1
