@@ -174,16 +174,7 @@ class _Databases:
         return Backend(name, url, engine)
 
     def _admin_engine(self, name):
-        url = db_engine.normalize_url(SERVERS[name])
-        engine = sa.create_engine(url, isolation_level='AUTOCOMMIT',
-                                  connect_args={'connect_timeout': 5})
-        try:
-            engine.connect().close()
-        except sa.exc.DBAPIError as exc:
-            engine.dispose()
-            raise _ServerUnreachable(
-                '%s server %s is unreachable: its API tests are NOT being '
-                'run: %s' % (name, url.render_as_string(), exc.orig))
+        engine = admin_engine(name)
         self._admin_engines[name] = engine
         return engine
 
@@ -204,6 +195,23 @@ class _Databases:
 
 class _ServerUnreachable(Exception):
     pass
+
+
+def admin_engine(name):
+    """An AUTOCOMMIT engine on the ``name`` server (to create and drop
+    databases); _ServerUnreachable if it does not answer.
+    """
+    url = db_engine.normalize_url(SERVERS[name])
+    engine = sa.create_engine(url, isolation_level='AUTOCOMMIT',
+                              connect_args={'connect_timeout': 5})
+    try:
+        engine.connect().close()
+    except sa.exc.DBAPIError as exc:
+        engine.dispose()
+        raise _ServerUnreachable(
+            '%s server %s is unreachable: its tests are NOT being run: %s'
+            % (name, url.render_as_string(), exc.orig))
+    return engine
 
 
 def make_conf(url, **overrides):

@@ -14,7 +14,6 @@ import threading
 import time
 import types
 import uuid
-import warnings
 
 import os_resource_classes
 import os_traits
@@ -28,18 +27,14 @@ from placement.db import migration
 from placement.db import standard
 from placement.db import tables
 
+import conftest
+from conftest import SERVERS
+
 HEAD = 'a082b8bb98d0'
 UPSTREAM_REVISIONS = ('b4ed3a175331', '611cd6dffd7b', 'b5c396305c25',
                       '422ece571366', HEAD)
-UPSTREAM_VENV = pathlib.Path(
-    os.environ.get('PLACEMENT_UPSTREAM_VENV', '/work/venvs/upstream'))
-SERVERS = {
-    'mysql': os.environ.get('PLACEMENT_TEST_MYSQL_URL',
-                            'mysql+pymysql://root@127.0.0.1:3306/'),
-    'postgresql': os.environ.get('PLACEMENT_TEST_PG_URL',
-                                 'postgresql://postgres@127.0.0.1:5432/'
-                                 'postgres'),
-}
+# A virtualenv with upstream openstack-placement, for the adoption tests.
+UPSTREAM_VENV = os.environ.get('PLACEMENT_UPSTREAM_VENV')
 DB_PREFIX = os.environ.get('PLACEMENT_TEST_DB_PREFIX', 'placement_test_')
 
 # Runs upstream's own migration code (a black box) up to a given revision.
@@ -58,24 +53,11 @@ migration.upgrade(sys.argv[2])
 
 # -- databases --------------------------------------------------------------
 
-def _unavailable(message):
-    if os.environ.get('CI', '').lower() == 'true':
-        pytest.fail(message)
-    warnings.warn(message)
-    pytest.skip(message)
-
-
 def _admin_engine(backend):
-    url = db_engine.normalize_url(SERVERS[backend])
-    engine = sa.create_engine(url, isolation_level='AUTOCOMMIT',
-                              connect_args={'connect_timeout': 5})
     try:
-        engine.connect().close()
-    except sa.exc.DBAPIError as exc:
-        engine.dispose()
-        _unavailable(f'{backend} server {url!r} is unreachable, its '
-                     f'database tests are NOT being run: {exc.orig}')
-    return engine
+        return conftest.admin_engine(backend)
+    except conftest._ServerUnreachable as exc:
+        conftest.unavailable(str(exc))
 
 
 @pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
@@ -342,13 +324,17 @@ def test_blocking_migrations(engine):
 # -- adoption of databases created by upstream placement ----------------------
 
 def _upstream_migrate(url, revision, tmp_path):
-    manage = UPSTREAM_VENV / 'bin' / 'placement-manage'
+    if not UPSTREAM_VENV:
+        pytest.skip('PLACEMENT_UPSTREAM_VENV (a venv with upstream '
+                    'openstack-placement) is not set')
+    venv = pathlib.Path(UPSTREAM_VENV)
+    manage = venv / 'bin' / 'placement-manage'
     if not manage.exists():
-        pytest.skip(f'upstream placement not installed at {UPSTREAM_VENV}')
+        pytest.skip(f'upstream placement not installed at {venv}')
     conf = tmp_path / 'upstream-placement.conf'
     conf.write_text(f'[placement_database]\nconnection = {url}\n')
     # -I: never import this checkout's "placement" instead of upstream's.
-    python = [UPSTREAM_VENV / 'bin' / 'python', '-I']
+    python = [venv / 'bin' / 'python', '-I']
     if revision == HEAD:
         command = python + [manage, '--config-file', conf, 'db', 'sync']
     else:
