@@ -7,8 +7,8 @@ generation of every provider it allocates from (a conditional UPDATE that
 holds the provider row until commit) BEFORE it reads usage, so any other
 writer of those providers either committed before the read, and is
 counted, or waits for this transaction and then finds the generation
-changed and starts over. On SQLite, whose writers take turns, the write
-lock is claimed first thing instead.
+changed and starts over. On SQLite, whose writers take turns, wsgi.write
+claims the write lock first thing instead.
 
 A request names, per consumer, its complete new set of allocations: they
 replace whatever the consumer held. Failures raise (and so roll back the
@@ -28,7 +28,6 @@ import dataclasses
 import sqlalchemy as sa
 
 from placement.db import consumer as consumer_db
-from placement.db import engine as db_engine
 from placement.db import inventory as inventory_db
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
@@ -156,7 +155,6 @@ def delete_for_consumer(conn, consumer_uuid):
 
 def write(conn, requests):
     """Replace the allocations of the requests' consumers, all or none."""
-    db_engine.claim_write_lock(conn)
     apply(conn, plan(conn, requests))
 
 

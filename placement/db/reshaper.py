@@ -10,7 +10,6 @@ provider's inventory becomes exactly the new one (refused if something
 is still allocated from a class that goes).
 """
 from placement.db import allocation as alloc_db
-from placement.db import engine as db_engine
 from placement.db import inventory as inventory_db
 from placement.db import resource_provider as rp_db
 from placement import exception
@@ -38,7 +37,6 @@ def reshape(conn, inventories, requests):
     {class name: complete record})}) and the allocation.ConsumerRequests
     ``requests``, all or nothing.
     """
-    db_engine.claim_write_lock(conn)
     providers = []
     for uuid, (generation, records) in inventories.items():
         try:
