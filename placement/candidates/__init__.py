@@ -274,14 +274,22 @@ def _any_member(conn, member_of):
                for aggs in aggregates.values())
 
 
-def load_universe(conn, request, needs, names):
-    """A Universe with what ``needs`` can use."""
+def load_universe(conn, request, needs, names, narrow=True):
+    """A Universe with what ``needs`` can use; with ``narrow``, only the
+    inventories that can matter to them (``universe.narrowing`` says
+    which), else all of the requested classes.
+    """
     universe = engine.Universe()
     rc_ids = {rc for need in needs for rc, _amount in need.resources}
     if rc_ids:
         trees = {need.tree for need in needs if need.resources}
-        roots = None if None in trees else trees
-        for inv in sql.inventories(conn, rc_ids, roots):
+        universe.roots = None if None in trees else trees
+        if narrow:
+            narrowing = _narrowing(request, needs, names)
+            if narrowing.survey(conn):
+                universe.narrowing = narrowing
+        for inv in sql.inventories(conn, rc_ids, universe.narrowing,
+                                   sql.USABLE, roots=universe.roots):
             universe.add_inventory(inv)
     trait_ids = _ids(request.root_required | request.root_forbidden,
                      names.traits)
@@ -302,6 +310,24 @@ def load_universe(conn, request, needs, names):
     for provider, root in sql.sharing_anchors(conn, universe.sharing):
         universe.share_anchors[provider].add(root)
     return universe
+
+
+def _narrowing(request, needs, names):
+    """What sql.Narrowing can tell from ``needs`` alone."""
+    amounts = {}
+    for need in needs:
+        for rc, amount in need.resources:
+            amounts[rc] = min(amount, amounts.get(rc, amount))
+    with_resources = [need for need in needs if need.resources]
+    member_of = None
+    if all(need.member_of for need in with_resources):
+        member_of = frozenset().union(
+            *(need.member_of[0] for need in with_resources))
+    return sql.Narrowing(
+        amounts, sharing_trait=names.traits.get(SHARING_TRAIT),
+        member_of=member_of,
+        root_required=_ids(request.root_required, names.traits),
+        root_forbidden=_ids(request.root_forbidden, names.traits))
 
 
 def anchor_filter(request, names, universe):
@@ -378,12 +404,12 @@ def _result(conn, request, plan, names, chosen, generated_used=None):
     if request.nested:
         members = sql.tree_members(conn, roots, mapped)
         summarised = [row for row in members if row[3] in roots]
-        trees, shown = roots, ()
+        trees, shown = roots, set()
     else:
         shown = {p for p in generated_used if universe.root[p] in roots}
         members = sql.tree_members(conn, (), mapped | shown)
         summarised = [row for row in members if row[0] in shown]
-        trees = ()
+        trees = set()
     uuid = {row[0]: row[1] for row in members}
     class_name = {ident: name for name, ident in names.classes.items()}
     candidates = [
@@ -400,10 +426,12 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     providers ``shown``): the requested inventories are known already; the
     others are read when the version shows them.
     """
+    inventory = _summarised_inventory(conn, universe, class_name, trees,
+                                      shown)
     resources = collections.defaultdict(dict)
     for provider, _uuid, _parent, _root in members:
         for rc, name in class_name.items():
-            inv = universe.inventory.get((provider, rc))
+            inv = inventory.get((provider, rc))
             if inv is not None:
                 resources[provider][name] = (engine.capacity(
                     inv.total, inv.reserved, inv.ratio), inv.used)
@@ -420,3 +448,25 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
             resources=resources[provider], traits=traits[provider],
             parent_uuid=uuid.get(parent), root_uuid=uuid.get(root))
         for provider, _uuid, parent, root in members}
+
+
+def _summarised_inventory(conn, universe, rc_ids, trees, shown):
+    """The requested classes' inventories of ``trees`` and ``shown``,
+    with the rows the narrowing left out read now: in trees known to have
+    passed it (a row of a provider not sharing came in), the unfit ones;
+    elsewhere all.
+    """
+    if universe.narrowing is None:
+        return universe.inventory
+    inventory = dict(universe.inventory)
+    passed = {inv.root for inv in inventory.values()
+              if inv.provider not in universe.sharing}
+    reads = [(sql.UNFIT, {'roots': trees & passed}),
+             (sql.ALL, {'roots': trees - passed}),
+             (sql.ALL, {'provider_ids': shown})]
+    for selection, where in reads:
+        if any(where.values()):
+            for inv in sql.inventories(conn, rc_ids, universe.narrowing,
+                                       selection, **where):
+                inventory.setdefault((inv.provider, inv.rc), inv)
+    return inventory

@@ -60,6 +60,9 @@ class Universe:
         self.sharing = set()
         self.share_anchors = collections.defaultdict(set)
         self.parent = {}
+        # How the inventories were chosen (candidates.load_universe).
+        self.roots = None
+        self.narrowing = None
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry = {}

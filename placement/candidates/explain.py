@@ -200,8 +200,9 @@ class _Explainer:
                       for group in request.groups]
         blocked = self._unknown_names()
         self._lost_trees()
+        # Explaining why a provider does not fit needs them all.
         self.universe = candidates.load_universe(
-            self.conn, request, self.needs, self.names)
+            self.conn, request, self.needs, self.names, narrow=False)
         self.class_name = {i: n for n, i in self.names.classes.items()}
         self.trait_name = {i: n for n, i in self.names.traits.items()}
         self._load_providers()

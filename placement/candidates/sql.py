@@ -5,6 +5,8 @@ outgrow a backend's bind-parameter limit) that returns plain rows; the
 engine does the per-candidate reasoning in memory.
 """
 import collections
+import dataclasses
+import functools
 import struct
 
 import sqlalchemy as sa
@@ -83,6 +85,169 @@ Inventory = collections.namedtuple(
     'Inventory', 'provider rc root parent total reserved ratio sql_ratio '
                  'min_unit max_unit step_size used')
 
+# Above any max_unit (an INT column): asks of more fit nowhere.
+_BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
+
+# What sql.inventories reads of the requested classes' rows.
+USABLE = 'usable'   # those the Narrowing keeps
+UNFIT = 'unfit'     # those no group could take its amount from
+ALL = 'all'
+
+
+@dataclasses.dataclass
+class Narrowing:
+    """Which inventory rows can matter to a request, so that only those
+    are read.
+
+    ``amounts`` holds the smallest amount any group asks of each class: a
+    row that could not give that much even unused (capacity, max_unit) is
+    of no use. Usage is left to the engine: looking it up for every row
+    would cost more than reading the rows.
+    A tree is of use only when its root is in one of ``member_of`` (if not
+    None: every group with resources is restricted to these aggregates),
+    has every trait of ``root_required`` and none of ``root_forbidden``,
+    and, for every ``scarce`` class, has a row able to give it or shares
+    with a sharing provider (trait ``sharing_trait``) that has one.
+    Sharing providers are read whatever their tree, for the trees they
+    serve.
+    """
+    amounts: dict
+    sharing_trait: int = None
+    member_of: frozenset = None
+    root_required: frozenset = frozenset()
+    root_forbidden: frozenset = frozenset()
+    # Checking a class most trees offer would cost more than it saves.
+    scarce: frozenset = frozenset()
+
+    def survey(self, conn):
+        """Count the rows of each class able to give its amount; set
+        ``scarce`` to the classes at most half as many rows can give as
+        the most common one. Return whether the narrowing leaves any row
+        out.
+        """
+        classes = sorted(self.amounts)
+        able, rows = {}, {}
+        for rc, count, fitting in conn.execute(
+                _survey_statement(len(classes)),
+                dict(self._class_params(), rc_ids=classes)):
+            rows[rc], able[rc] = count, int(fitting)
+        most = max(able.values(), default=0)
+        self.scarce = frozenset(rc for rc in classes
+                                if able.get(rc, 0) * 2 <= most)
+        return bool(able != rows or self.scarce or self.member_of is not None
+                    or self.root_required or self.root_forbidden)
+
+    def shape(self):
+        """What the statement's structure depends on (not its values)."""
+        classes = sorted(self.amounts)
+        return _Shape(
+            classes=len(classes),
+            scarce=tuple(i for i, rc in enumerate(classes)
+                         if rc in self.scarce),
+            sharing=self.sharing_trait is not None,
+            member_of=self.member_of is not None,
+            root_required=len(self.root_required),
+            root_forbidden=bool(self.root_forbidden))
+
+    def params(self):
+        params = self._class_params()
+        params.update(sharing_trait=self.sharing_trait,
+                      member_of=sorted(self.member_of or ()),
+                      root_forbidden=sorted(self.root_forbidden))
+        for i, trait in enumerate(sorted(self.root_required)):
+            params['root_required_%d' % i] = trait
+        return params
+
+    def _class_params(self):
+        params = {}
+        for i, rc in enumerate(sorted(self.amounts)):
+            params['rc_%d' % i] = rc
+            params['amount_%d' % i] = min(self.amounts[rc], _BEYOND_MAX_UNIT)
+        return params
+
+
+_Shape = collections.namedtuple(
+    '_Shape', 'classes scarce sharing member_of root_required '
+              'root_forbidden')
+
+
+def _fits(inv, classes):
+    """The row could give class ``i``'s amount, for one of ``classes``."""
+    return sa.or_(*(
+        sa.and_(inv.c.resource_class_id == sa.bindparam('rc_%d' % i),
+                inv.c.max_unit >= sa.bindparam('amount_%d' % i),
+                (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
+                >= sa.bindparam('amount_%d' % i))
+        for i in classes))
+
+
+@functools.lru_cache(maxsize=16)
+def _survey_statement(classes):
+    fitting = sa.func.sum(sa.case((_fits(_INV, range(classes)), 1), else_=0))
+    return (sa.select(_INV.c.resource_class_id, sa.func.count(), fitting)
+            .where(_INV.c.resource_class_id.in_(
+                sa.bindparam('rc_ids', expanding=True)))
+            .group_by(_INV.c.resource_class_id))
+
+
+def _sharing(provider):
+    return provider.in_(sa.select(_RPT.c.resource_provider_id).where(
+        _RPT.c.trait_id == sa.bindparam('sharing_trait')))
+
+
+def _usable(shape, inv, rp):
+    """Whether the row of ``inv`` (joined to ``rp``) can matter."""
+    root = rp.c.root_provider_id
+    tree = [_offers(shape, root, i) for i in shape.scarce]
+    if shape.member_of:
+        member = _RP.alias('member')
+        tree.append(root.in_(
+            sa.select(member.c.root_provider_id).select_from(
+                _RPA.join(member, member.c.id == _RPA.c.resource_provider_id))
+            .where(_RPA.c.aggregate_id.in_(
+                sa.bindparam('member_of', expanding=True)))))
+    for i in range(shape.root_required):
+        tree.append(root.in_(
+            sa.select(_RPT.c.resource_provider_id)
+            .where(_RPT.c.trait_id == sa.bindparam('root_required_%d' % i))))
+    if shape.root_forbidden:
+        tree.append(root.not_in(
+            sa.select(_RPT.c.resource_provider_id)
+            .where(_RPT.c.trait_id.in_(
+                sa.bindparam('root_forbidden', expanding=True)))))
+    fits = _fits(inv, range(shape.classes))
+    if not tree:
+        return fits
+    tree_usable = sa.and_(*tree)
+    if shape.sharing:
+        tree_usable = sa.or_(tree_usable, _sharing(inv.c.resource_provider_id))
+    return sa.and_(fits, tree_usable)
+
+
+def _offers(shape, root, i):
+    """The tree of ``root`` has a row able to give class ``i``, or shares
+    with a sharing provider that has one.
+    """
+    inv = _INV.alias('offer')
+    rp = _RP.alias('offer_rp')
+    able = (sa.select(rp.c.root_provider_id)
+            .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+            .where(_fits(inv, [i])))
+    offers = root.in_(able)
+    if not shape.sharing:
+        return offers
+    sharer = (sa.select(inv.c.resource_provider_id)
+              .where(_fits(inv, [i]), _sharing(inv.c.resource_provider_id)))
+    mine = _RPA.alias('sharer_agg')
+    peer = _RPA.alias('peer_agg')
+    peer_rp = _RP.alias('peer_rp')
+    served = (sa.select(peer_rp.c.root_provider_id).select_from(
+        peer.join(peer_rp, peer_rp.c.id == peer.c.resource_provider_id))
+        .where(peer.c.aggregate_id.in_(
+            sa.select(mine.c.aggregate_id)
+            .where(mine.c.resource_provider_id.in_(sharer)))))
+    return sa.or_(offers, root.in_(served))
+
 
 def _used():
     """Allocated amount of the inventory row at hand: a correlated lookup
@@ -95,21 +260,23 @@ def _used():
             .scalar_subquery())
 
 
-def inventories(conn, rc_ids, roots=None):
-    """Inventories (with usage) of the classes ``rc_ids``, optionally only
-    in the trees rooted at ``roots``.
+@functools.lru_cache(maxsize=256)
+def _inventory_statement(postgresql, shape, selection, within):
+    """The rows of the classes ``rc_ids``, with usage; ``selection`` of
+    them by a Narrowing of ``shape``; ``within`` 'roots' or 'providers'
+    restricts them to the trees or providers ``ids``.
 
     SQLite and MySQL look each row's usage up on the (provider, class,
     used) index; PostgreSQL sums the classes' allocations once, as it
     would JIT-compile the correlated form of a large scan.
     """
-    rc_ids = sorted(rc_ids)
+    rc_ids = sa.bindparam('rc_ids', expanding=True)
     columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
                _RP.c.root_provider_id, _RP.c.parent_provider_id,
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
     rows = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
-    if conn.dialect.name == 'postgresql':
+    if postgresql:
         usage = (sa.select(_ALLOC.c.resource_provider_id,
                            _ALLOC.c.resource_class_id,
                            sa.func.sum(_ALLOC.c.used).label('used'))
@@ -125,9 +292,42 @@ def inventories(conn, rc_ids, roots=None):
         used = _used()
     query = (sa.select(*columns, used).select_from(rows)
              .where(_INV.c.resource_class_id.in_(rc_ids)))
+    if selection == USABLE:
+        query = query.where(_usable(shape, _INV, _RP))
+    elif selection == UNFIT:
+        query = query.where(sa.not_(_fits(_INV, range(shape.classes))))
+    if within is not None:
+        column = {'roots': _RP.c.root_provider_id, 'providers': _RP.c.id}
+        query = query.where(column[within].in_(
+            sa.bindparam('ids', expanding=True)))
+    return query
+
+
+def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
+                provider_ids=None):
+    """Inventories (with usage) of the classes ``rc_ids``: all, or the
+    ``selection`` of them by ``narrowing``; only in the trees rooted at
+    ``roots`` or of ``provider_ids`` when given.
+    """
+    params = {'rc_ids': sorted(rc_ids)}
+    shape = None
+    if narrowing is not None:
+        shape = narrowing.shape()
+        params.update(narrowing.params())
+    within, ids = None, None
     if roots is not None:
-        query = query.where(_RP.c.root_provider_id.in_(sorted(roots)))
-    rows = conn.execute(query).all()
+        within, ids = 'roots', roots
+    elif provider_ids is not None:
+        within, ids = 'providers', provider_ids
+    query = _inventory_statement(
+        conn.dialect.name == 'postgresql', shape,
+        selection if narrowing is not None else ALL, within)
+    if within is None:
+        rows = conn.execute(query, params).all()
+    else:
+        rows = []
+        for chunk in _chunks(ids):
+            rows += conn.execute(query, dict(params, ids=chunk)).all()
     if conn.dialect.name in db_engine.MYSQL_BACKENDS:
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,

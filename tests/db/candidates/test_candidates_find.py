@@ -289,3 +289,85 @@ def test_same_subtree_through_providers_without_inventory(data, find):
                 '&same_subtree=_C,_P&group_policy=none').candidates == []
     assert len(find('resources_C=VCPU:1&resources_P=SRIOV_NET_VF:1'
                     '&group_policy=none').candidates) == 1
+
+
+def _random_cloud(data, seed):
+    """Trees (some nested, some full, some with a trait on the root),
+    sharing providers (one with a child, one in a tree of its own that
+    root_required turns away), aggregates and a rare class.
+    """
+    import random
+    rand = random.Random(seed)
+    with data.engine.begin() as conn:
+        rc_db.create(conn, 'CUSTOM_RARE')
+    for n in range(10):
+        root = 'cn%d' % n
+        local = {'DISK_GB': {'total': rand.choice([20, 100, 2000]),
+                             'max_unit': rand.choice([20, 100, 2000])}}
+        if n % 4 == 3:
+            local = {}
+        data.provider(root, inventory=local,
+                      aggregates=rand.sample('ABC', rand.randint(0, 2)),
+                      traits=rand.sample(['CUSTOM_GOLD', 'CUSTOM_MAINT'],
+                                         rand.randint(0, 1)))
+        hosts = [root]
+        if n % 3 == 0:
+            hosts = ['%s_numa%d' % (root, i) for i in range(2)]
+            for host in hosts:
+                data.provider(host, parent=root, traits=['HW_NUMA_ROOT'])
+        for host in hosts:
+            data.provider(host + '_cpu', parent=host, inventory={
+                'VCPU': {'total': rand.choice([2, 8]),
+                         'allocation_ratio': rand.choice([1.0, 4.0])},
+                'MEMORY_MB': {'total': rand.choice([1024, 8192]),
+                              'reserved': rand.choice([0, 512])}})
+            if rand.random() < 0.5:
+                data.allocate(host + '_cpu', {
+                    'VCPU': rand.randint(1, 2), 'MEMORY_MB': 512})
+        if n % 5 == 1:
+            data.provider(root + '_gpu', parent=root,
+                          inventory={'CUSTOM_RARE': 2})
+    data.provider('ss', inventory={'DISK_GB': 5000},
+                  traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=['A'])
+    data.provider('ss_child', parent='ss', inventory={'VCPU': 4})
+    data.provider('ss2', inventory={'DISK_GB': 3000, 'CUSTOM_RARE': 1},
+                  traits=['MISC_SHARES_VIA_AGGREGATE', 'CUSTOM_MAINT'],
+                  aggregates=['B'])
+    data.allocate('ss2', {'DISK_GB': 2500})
+
+
+_NARROWED_QUERIES = [
+    'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10',
+    'resources=VCPU:1,MEMORY_MB:512,DISK_GB:1500',
+    'resources=VCPU:4,DISK_GB:3000',
+    'resources=VCPU:1,CUSTOM_RARE:1',
+    'resources=VCPU:1,DISK_GB:10&member_of=in:{A},{C}',
+    'resources=VCPU:1,DISK_GB:10&member_of={B}&member_of=!{C}',
+    'resources=VCPU:1,DISK_GB:100&root_required=!CUSTOM_MAINT',
+    'resources=VCPU:1&root_required=CUSTOM_GOLD,!CUSTOM_MAINT',
+    'resources=DISK_GB:2000&required=!CUSTOM_MAINT',
+    'resources=DISK_GB:10&resources_C=VCPU:1,MEMORY_MB:512'
+    '&resources_G=CUSTOM_RARE:1&group_policy=isolate',
+    'resources_A=VCPU:1&resources_B=VCPU:1&member_of_A={A}'
+    '&group_policy=none',
+    'resources_N=VCPU:1&required_H=HW_NUMA_ROOT&same_subtree=_N,_H'
+    '&group_policy=isolate',
+    'resources=VCPU:99999999999',
+]
+
+
+@pytest.mark.parametrize('seed', [1, 2, 3])
+def test_narrowing_changes_no_answer(data, find, monkeypatch, seed):
+    """Reading only the rows that can matter answers exactly as reading
+    every row of the requested classes, summaries included.
+    """
+    _random_cloud(data, seed)
+    asked = [(q.format(**data.uuids), (1, 39)) for q in _NARROWED_QUERIES]
+    # Before nested providers, summaries cover other providers.
+    asked += [(q, (1, 28)) for q in _NARROWED_QUERIES[:4]]
+    narrowed = [find(query, version) for query, version in asked]
+    monkeypatch.setattr(candidates.sql.Narrowing, 'survey',
+                        lambda self, conn: False)
+    for (query, version), result in zip(asked, narrowed):
+        assert result == find(query, version), (query, version)
+    assert sum(bool(result.candidates) for result in narrowed) > 10
