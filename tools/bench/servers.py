@@ -6,6 +6,7 @@ session, so a kill of the process group reaches the gunicorn workers too.
 """
 import os
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -34,6 +35,35 @@ with conn.cursor() as cur:
     cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
     if sys.argv[2] == "create":
         cur.execute('CREATE DATABASE "%s"' % sys.argv[1])
+conn.close()
+'''
+
+
+_COPY_MYSQL = '''
+import sys, pymysql
+source, target = sys.argv[1], sys.argv[2]
+conn = pymysql.connect(host="127.0.0.1", port=3306, user="root")
+with conn.cursor() as cur:
+    cur.execute("SET FOREIGN_KEY_CHECKS = 0")
+    cur.execute("SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = %s", (source,))
+    for (table,) in cur.fetchall():
+        cur.execute("CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`"
+                    % (target, table, source, table))
+        cur.execute("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`"
+                    % (target, table, source, table))
+conn.commit()
+conn.close()
+'''
+_COPY_POSTGRESQL = '''
+import sys, psycopg2
+conn = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres",
+                        dbname="postgres")
+conn.autocommit = True
+with conn.cursor() as cur:
+    cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[2])
+    cur.execute('CREATE DATABASE "%s" TEMPLATE "%s"' % (sys.argv[2],
+                                                       sys.argv[1]))
 conn.close()
 '''
 
@@ -67,6 +97,20 @@ class Database:
         self.drop()
         if self.backend != 'sqlite':
             self._server_side('create')
+
+    def copy_from(self, source):
+        """Make this database a copy of ``source`` (no server may be
+        using ``source``)."""
+        if self.backend == 'sqlite':
+            self.drop()
+            with sqlite3.connect(source.sqlite_path) as src, \
+                    sqlite3.connect(self.sqlite_path) as dst:
+                src.backup(dst)
+        elif self.backend == 'mysql':
+            self.create()
+            self.env.run_python(_COPY_MYSQL, source.name, self.name)
+        else:
+            self.env.run_python(_COPY_POSTGRESQL, source.name, self.name)
 
     def drop(self):
         if self.backend == 'sqlite':
