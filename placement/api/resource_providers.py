@@ -7,6 +7,8 @@ from placement.api import errors
 from placement.api import microversion
 from placement.api import query
 from placement.api import wsgi
+from placement import candidates
+from placement.candidates import request as candidates_request
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
 from placement.db import trait as trait_db
@@ -39,17 +41,30 @@ def path(uuid):
 
 def view(row):
     """A provider as the API shows it at the request's version."""
-    base = path(row['uuid'])
-    links = [{'rel': 'self', 'href': wsgi.href(base)}]
-    links.extend({'rel': rel, 'href': wsgi.href(base + '/' + rel)}
-                 for rel, since in _LINK_RELATIONS
-                 if microversion.is_at_least(since))
-    body = {'uuid': row['uuid'], 'name': row['name'],
-            'generation': row['generation'], 'links': links}
-    if microversion.is_at_least(TREE_FIELDS_VERSION):
-        body['parent_provider_uuid'] = row['parent_provider_uuid']
-        body['root_provider_uuid'] = row['root_provider_uuid']
-    return body
+    return viewer()(row)
+
+
+def viewer():
+    """``view`` for many rows: what depends on the request (links, tree
+    fields) is worked out once.
+    """
+    prefix = wsgi.href(path(''))
+    relations = [rel for rel, since in _LINK_RELATIONS
+                 if microversion.is_at_least(since)]
+    in_tree = microversion.is_at_least(TREE_FIELDS_VERSION)
+
+    def show(row):
+        base = prefix + row['uuid']
+        links = [{'rel': 'self', 'href': base}]
+        links.extend({'rel': rel, 'href': base + '/' + rel}
+                     for rel in relations)
+        body = {'uuid': row['uuid'], 'name': row['name'],
+                'generation': row['generation'], 'links': links}
+        if in_tree:
+            body['parent_provider_uuid'] = row['parent_provider_uuid']
+            body['root_provider_uuid'] = row['root_provider_uuid']
+        return body
+    return show
 
 
 def get_or_404(conn, uuid):
@@ -71,46 +86,48 @@ def list_resource_providers():
         '1.14': schema.LIST_QUERY_1_14,
         '1.18': schema.LIST_QUERY_1_18,
     }))
-    filters = {key: params[key] for key in ('name', 'uuid', 'in_tree')
-               if key in params}
+    filters = {key: params[key] for key in ('name', 'uuid') if key in params}
     version = microversion.current()
     args = flask.request.args
     # Parsed in upstream's order, which decides the error reported first.
+    group = candidates_request.Group(in_tree=params.get('in_tree'))
     if 'member_of' in params:
-        filters['member_of'] = query.member_of(
+        group.member_of, group.forbidden_aggs = query.member_of(
             args.getlist('member_of'), version)
-    traits = None
     if 'required' in params:
-        traits = query.required_traits(args.getlist('required'), version)
-    amounts = None
+        group.required, group.forbidden = query.required_traits(
+            args.getlist('required'), version)
     if 'resources' in params:
-        amounts = query.resources(params['resources'])
-    rows = wsgi.read(_list, filters, traits, amounts)
+        group.resources = query.resources(params['resources'])
+    filtered = any(key in params for key in candidates_request.GROUP_KEYS)
+    rows = wsgi.read(_list, filters, group if filtered else None)
     return wsgi.json_response(
-        {'resource_providers': [view(row) for row in rows]},
+        {'resource_providers': list(map(viewer(), rows))},
         last_modified=wsgi.last_modified_of(rows))
 
 
-def _list(conn, filters, traits, amounts):
-    if traits is not None:
-        groups, forbidden = traits
+def _list(conn, filters, group):
+    """Providers matching ``filters`` and, when given, on their own the
+    request ``group``, which the candidate engine decides as it decides
+    its single-provider groups.
+    """
+    if group is not None:
+        # Named as upstream names them: every unknown trait, then the
+        # first unknown class.
         try:
-            ids = trait_db.ids_by_name(
-                conn, query.trait_names(groups, forbidden))
+            trait_db.ids_by_name(conn, query.trait_names(
+                group.required, group.forbidden))
         except exception.NotFound as exc:
             raise errors.BadRequest(
                 'Invalid trait(s) in "required" parameter: %s' % exc)
-        filters['traits'] = ([{ids[name] for name in group}
-                              for group in groups],
-                             {ids[name] for name in forbidden})
-    if amounts is not None:
-        try:
-            ids = rc_db.ids_by_name(conn, amounts)
-        except exception.NotFound as exc:
-            raise errors.BadRequest(
-                'Invalid resource class in resources parameter: %s' % exc)
-        filters['resources'] = {ids[name]: amount
-                                for name, amount in amounts.items()}
+        if group.resources:
+            try:
+                rc_db.ids_by_name(conn, group.resources)
+            except exception.NotFound as exc:
+                raise errors.BadRequest(
+                    'Invalid resource class in resources parameter: %s'
+                    % exc)
+        filters['ids'] = candidates.matching_providers(conn, group)
     return rp_db.list_all(conn, **filters)
 
 

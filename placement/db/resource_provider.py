@@ -11,11 +11,11 @@ _INV = tables.inventories
 _ALLOC = tables.allocations
 _RPT = tables.resource_provider_traits
 _RPA = tables.resource_provider_aggregates
-_AGG = tables.placement_aggregates
 
 # Largest value of the Integer columns (generation, amounts) on every
 # backend: a request beyond it can match no row.
 DB_MAX_INT = 0x7FFFFFFF
+_IDS_PER_STATEMENT = 5000
 
 GENERATION_CONFLICT = (
     "Resource provider's generation already changed. Please update the "
@@ -121,74 +121,25 @@ def relink(conn, table, column, provider_id, current, wanted):
             for linked_id in sorted(added)])
 
 
-def list_all(conn, name=None, uuid=None, in_tree=None, member_of=None,
-             traits=None, resources=None):
-    """Providers (rows as ``get_by_uuid``) matching every filter given.
-
-    ``member_of`` is ``(groups, forbidden)`` of aggregate uuids: the
-    provider is in an aggregate of every group and in none of forbidden.
-    ``traits`` is ``(groups, forbidden)`` of trait ids, read the same way.
-    ``resources`` maps resource class ids to amounts the provider could
-    allocate now: within min_unit/max_unit/step_size and no more than
-    (total - reserved) * allocation_ratio - used.
+def list_all(conn, name=None, uuid=None, ids=None):
+    """Providers (rows as ``get_by_uuid``) with the ``name``, ``uuid`` and
+    among the ``ids`` given, in id order.
     """
     query = _select()
     if name is not None:
         query = query.where(_RP.c.name == name)
     if uuid is not None:
         query = query.where(_RP.c.uuid == uuid)
-    if in_tree is not None:
-        tree = _RP.alias('tree')
-        query = query.where(_RP.c.root_provider_id == (
-            sa.select(tree.c.root_provider_id)
-            .where(tree.c.uuid == in_tree).scalar_subquery()))
-    if member_of is not None:
-        query = _filter_groups(query, member_of, _in_aggregates)
-    if traits is not None:
-        query = _filter_groups(query, traits, _with_traits)
-    for class_id, amount in (resources or {}).items():
-        query = query.where(_RP.c.id.in_(_able_to_allocate(class_id, amount)))
-    rows = conn.execute(query.order_by(_RP.c.id)).mappings()
-    return [dict(row) for row in rows]
-
-
-def _filter_groups(query, groups_and_forbidden, members):
-    """Keep providers in some member of each group and in no forbidden."""
-    groups, forbidden = groups_and_forbidden
-    for group in groups:
-        query = query.where(_RP.c.id.in_(members(group)))
-    if forbidden:
-        query = query.where(_RP.c.id.not_in(members(forbidden)))
-    return query
-
-
-def _in_aggregates(aggregate_uuids):
-    return (sa.select(_RPA.c.resource_provider_id)
-            .select_from(_RPA.join(_AGG, _RPA.c.aggregate_id == _AGG.c.id))
-            .where(_AGG.c.uuid.in_(sorted(aggregate_uuids))))
-
-
-def _with_traits(trait_ids):
-    return (sa.select(_RPT.c.resource_provider_id)
-            .where(_RPT.c.trait_id.in_(sorted(trait_ids))))
-
-
-def _able_to_allocate(class_id, amount):
-    if amount > DB_MAX_INT:
-        # Beyond any max_unit; SQLite could not even bind it.
-        return sa.select(_INV.c.resource_provider_id).where(sa.false())
-    used = (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
-            .where(_ALLOC.c.resource_provider_id
-                   == _INV.c.resource_provider_id)
-            .where(_ALLOC.c.resource_class_id == class_id)
-            .scalar_subquery())
-    return (sa.select(_INV.c.resource_provider_id)
-            .where(_INV.c.resource_class_id == class_id)
-            .where(_INV.c.min_unit <= amount)
-            .where(_INV.c.max_unit >= amount)
-            .where(sa.literal(amount) % _INV.c.step_size == 0)
-            .where((_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio
-                   - used >= amount))
+    query = query.order_by(_RP.c.id)
+    if ids is None:
+        return [dict(row) for row in conn.execute(query).mappings()]
+    # In slices, which keeps within every backend's bind-parameter limit.
+    query = query.where(_RP.c.id.in_(sa.bindparam('ids', expanding=True)))
+    ids = sorted(ids)
+    return [dict(row)
+            for start in range(0, len(ids), _IDS_PER_STATEMENT)
+            for row in conn.execute(query, {
+                'ids': ids[start:start + _IDS_PER_STATEMENT]}).mappings()]
 
 
 def create(conn, uuid, name, parent_uuid=None):
