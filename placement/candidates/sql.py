@@ -1,15 +1,18 @@
 """The set-based queries behind allocation candidates.
 
-Each function is one statement (chunked only where an id list could
-outgrow a backend's bind-parameter limit) that returns plain rows; the
-engine does the per-candidate reasoning in memory.
+Each function is one statement that returns plain rows; the engine does
+the per-candidate reasoning in memory. Statements are built once per
+shape and dialect; lists of ids travel as one parameter where the backend
+takes a list, else in slices.
 """
 import collections
 import dataclasses
 import functools
+import json
 import struct
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from placement.db import engine as db_engine
 from placement.db import tables
@@ -23,7 +26,8 @@ _AGG = tables.placement_aggregates
 _RC = tables.resource_classes
 _TRAIT = tables.traits
 
-# Far below SQLite's 32766 bind parameters, and keeps statements small.
+# Ids per statement where they are bound one by one (MySQL): keeps
+# statements small.
 _CHUNK = 5000
 
 Names = collections.namedtuple(
@@ -261,7 +265,7 @@ def _used():
 
 
 @functools.lru_cache(maxsize=256)
-def _inventory_statement(postgresql, shape, selection, within):
+def _inventory_statement(dialect, shape, selection, within):
     """The rows of the classes ``rc_ids``, with usage; ``selection`` of
     them by a Narrowing of ``shape``; ``within`` 'roots' or 'providers'
     restricts them to the trees or providers ``ids``.
@@ -276,7 +280,7 @@ def _inventory_statement(postgresql, shape, selection, within):
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
     rows = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
-    if postgresql:
+    if dialect == 'postgresql':
         usage = (sa.select(_ALLOC.c.resource_provider_id,
                            _ALLOC.c.resource_class_id,
                            sa.func.sum(_ALLOC.c.used).label('used'))
@@ -298,8 +302,7 @@ def _inventory_statement(postgresql, shape, selection, within):
         query = query.where(sa.not_(_fits(_INV, range(shape.classes))))
     if within is not None:
         column = {'roots': _RP.c.root_provider_id, 'providers': _RP.c.id}
-        query = query.where(column[within].in_(
-            sa.bindparam('ids', expanding=True)))
+        query = query.where(_among(column[within], dialect))
     return query
 
 
@@ -320,14 +323,12 @@ def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
     elif provider_ids is not None:
         within, ids = 'providers', provider_ids
     query = _inventory_statement(
-        conn.dialect.name == 'postgresql', shape,
+        conn.dialect.name, shape,
         selection if narrowing is not None else ALL, within)
     if within is None:
         rows = conn.execute(query, params).all()
     else:
-        rows = []
-        for chunk in _chunks(ids):
-            rows += conn.execute(query, dict(params, ids=chunk)).all()
+        rows = _rows_among(conn, query, ids, params)
     if conn.dialect.name in db_engine.MYSQL_BACKENDS:
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
@@ -393,28 +394,33 @@ def sharing_anchors(conn, provider_ids):
     """(sharing provider, root) for every tree having a provider in an
     aggregate with one of ``provider_ids``: the trees they share with.
     """
+    return _rows_among(conn, _sharing_anchors_statement(conn.dialect.name),
+                       provider_ids)
+
+
+@functools.lru_cache(maxsize=8)
+def _sharing_anchors_statement(dialect):
     mine = _RPA.alias('mine')
     peer = _RPA.alias('peer')
-    rows = []
-    for chunk in _chunks(provider_ids):
-        rows += conn.execute(
-            sa.select(mine.c.resource_provider_id, _RP.c.root_provider_id)
+    return (sa.select(mine.c.resource_provider_id, _RP.c.root_provider_id)
             .distinct()
             .select_from(
                 mine.join(peer, peer.c.aggregate_id == mine.c.aggregate_id)
                 .join(_RP, _RP.c.id == peer.c.resource_provider_id))
-            .where(mine.c.resource_provider_id.in_(chunk))).all()
-    return rows
+            .where(_among(mine.c.resource_provider_id, dialect)))
 
 
 def parents(conn, provider_ids):
     """(id, parent id) of ``provider_ids``."""
-    rows = []
-    for chunk in _chunks(provider_ids):
-        rows += conn.execute(
-            sa.select(_RP.c.id, _RP.c.parent_provider_id)
-            .where(_RP.c.id.in_(chunk))).all()
-    return rows
+    return _rows_among(conn, _providers_statement(
+        conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
+        provider_ids)
+
+
+@functools.lru_cache(maxsize=32)
+def _providers_statement(dialect, key, columns):
+    """``columns`` of the providers whose ``key`` column is among ids."""
+    return sa.select(*columns).where(_among(_RP.c[key], dialect))
 
 
 def provider_ids(conn, root=None):
@@ -431,14 +437,11 @@ def tree_members(conn, roots, extra_ids=()):
     """
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
-    rows = []
-    for chunk in _chunks(roots):
-        rows += conn.execute(sa.select(*columns).where(
-            _RP.c.root_provider_id.in_(chunk))).all()
+    rows = _rows_among(conn, _providers_statement(
+        conn.dialect.name, 'root_provider_id', columns), roots)
     seen = {row[0] for row in rows}
-    for chunk in _chunks(set(extra_ids) - seen):
-        rows += conn.execute(sa.select(*columns).where(
-            _RP.c.id.in_(chunk))).all()
+    rows += _rows_among(conn, _providers_statement(
+        conn.dialect.name, 'id', columns), set(extra_ids) - seen)
     return rows
 
 
@@ -447,43 +450,81 @@ def provider_inventories(conn, roots=(), provider_ids=(), skip_rc_ids=()):
     inventories in the trees rooted at ``roots`` and of ``provider_ids``,
     but those of the classes ``skip_rc_ids``.
     """
-    query = (sa.select(
+    return _of_providers(conn, _provider_inventories_statement,
+                         roots, provider_ids, skip=sorted(skip_rc_ids))
+
+
+@functools.lru_cache(maxsize=16)
+def _provider_inventories_statement(dialect, key):
+    return (sa.select(
         _INV.c.resource_provider_id, _RC.c.name, _INV.c.total,
         _INV.c.reserved, _INV.c.allocation_ratio, _used())
         .select_from(
             _INV.join(_RC, _RC.c.id == _INV.c.resource_class_id)
-            .join(_RP, _RP.c.id == _INV.c.resource_provider_id)))
-    if skip_rc_ids:
-        query = query.where(
-            _INV.c.resource_class_id.not_in(sorted(skip_rc_ids)))
-    return _of_providers(conn, query, roots, provider_ids)
+            .join(_RP, _RP.c.id == _INV.c.resource_provider_id))
+        .where(_INV.c.resource_class_id.not_in(
+            sa.bindparam('skip', expanding=True)),
+            _among(_RP.c[key], dialect)))
 
 
 def provider_traits(conn, roots=(), provider_ids=()):
     """(provider, trait name) in the trees rooted at ``roots`` and of
-    ``provider_ids``, in trait id order.
+    ``provider_ids``, in trait id order for each provider.
     """
-    query = (sa.select(_RPT.c.resource_provider_id, _TRAIT.c.name)
-             .select_from(
-                 _RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id)
-                 .join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
-    return _of_providers(conn, query, roots, provider_ids)
+    return _of_providers(conn, _provider_traits_statement, roots,
+                         provider_ids)
 
 
-def _of_providers(conn, query, roots, provider_ids):
-    """Rows of ``query`` (which joins resource_providers) for the trees
-    rooted at ``roots`` and for ``provider_ids``.
+@functools.lru_cache(maxsize=16)
+def _provider_traits_statement(dialect, key):
+    return (sa.select(_RPT.c.resource_provider_id, _TRAIT.c.name)
+            .select_from(
+                _RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id)
+                .join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
+            .where(_among(_RP.c[key], dialect))
+            .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
+
+
+def _of_providers(conn, statement, roots, provider_ids, **params):
+    """Rows of ``statement(dialect, key)`` (which joins resource_providers)
+    for the trees rooted at ``roots`` and for ``provider_ids``.
     """
     rows = []
-    for column, ids in ((_RP.c.root_provider_id, roots),
-                        (_RP.c.id, provider_ids)):
-        for chunk in _chunks(ids):
-            rows += conn.execute(query.where(column.in_(chunk))).all()
+    for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
+        rows += _rows_among(conn, statement(conn.dialect.name, key), ids,
+                            params)
     return rows
 
 
-def _chunks(ids):
+def _among(column, dialect):
+    """``column`` is one of the ids bound as ``ids``: one parameter where
+    the backend takes a list (a PostgreSQL array, a JSON array in SQLite),
+    else an expanded list, sent in slices by ``_rows_among``.
+    """
+    if dialect == 'postgresql':
+        return column == sa.any_(
+            sa.bindparam('ids', type_=postgresql.ARRAY(sa.Integer)))
+    if dialect == 'sqlite':
+        return column.in_(sa.select(sa.column('value', sa.Integer))
+                          .select_from(sa.func.json_each(
+                              sa.bindparam('ids', type_=sa.String))))
+    return column.in_(sa.bindparam('ids', expanding=True))
+
+
+def _rows_among(conn, statement, ids, params=None):
+    """All rows of ``statement`` (built with ``_among``) for ``ids``."""
     ids = sorted(ids)
+    if not ids:
+        return []
+    params = params or {}
+    dialect = conn.dialect.name
+    if dialect == 'postgresql':
+        return conn.execute(statement, dict(params, ids=ids)).all()
+    if dialect == 'sqlite':
+        return conn.execute(statement,
+                            dict(params, ids=json.dumps(ids))).all()
+    rows = []
     for start in range(0, len(ids), _CHUNK):
-        yield ids[start:start + _CHUNK]
+        rows += conn.execute(statement, dict(
+            params, ids=ids[start:start + _CHUNK])).all()
+    return rows
