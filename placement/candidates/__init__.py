@@ -112,23 +112,25 @@ def _find(conn, request, settings):
             raise exception.Invalid(
                 'Invalid resource class in resources parameter: %s' % unknown)
         raise exception.Invalid(str(unknown))
-    universe = load_universe(conn, request, needs, names)
-    plan = engine.Plan(
-        universe, needs, anchor_filter(request, names, universe),
-        isolate=request.isolate, same_subtrees=request.same_subtrees,
-        nested=request.nested)
-    if request.same_subtrees:
-        load_ancestry(conn, plan)
-    stream = plan.candidates(breadth_first=settings.strategy == BREADTH_FIRST)
+    wanted = _enough(request, settings)
+    universe = load_universe(conn, request, needs, names,
+                             inventories=wanted is None)
+    planned = _Planned(conn, request, needs, names, universe)
+    if (wanted is None or universe.roots is not None
+            or not universe.requested_classes):
+        stream = planned.all(breadth_first=settings.strategy == BREADTH_FIRST)
+    else:
+        stream = planned.in_batches(wanted)
     if settings.max_candidates >= 0:
         # Upstream stops after adding a candidate, so 0 still gives one.
         stream = itertools.islice(stream, max(settings.max_candidates, 1))
     if request.nested:
         chosen = _select(stream, request.limit, settings.randomize)
-        return _result(conn, request, plan, names, chosen)
+        return _result(conn, request, planned.plan, names, chosen)
     # Before 1.29 upstream summarises the providers of every candidate
     # it generated, in the trees of those it returns.
     generated = list(stream)
+    plan = planned.plan
     chosen = _select(iter(generated), request.limit, settings.randomize)
     used = set().union(*(plan.providers(c) for _anchor, c in generated))
     return _result(conn, request, plan, names, chosen, used)
@@ -274,13 +276,103 @@ def _any_member(conn, member_of):
                for aggs in aggregates.values())
 
 
-def load_universe(conn, request, needs, names, narrow=True):
+def _enough(request, settings):
+    """How many candidates will do, when they may be generated from a
+    batch of trees at a time: depth first (anchors in id order), not
+    sampled at random and nested (earlier versions summarise every
+    candidate generated). None when all are needed.
+    """
+    if (not request.nested or settings.randomize
+            or settings.strategy == BREADTH_FIRST):
+        return None
+    bounds = [request.limit] if request.limit is not None else []
+    if settings.max_candidates >= 0:
+        bounds.append(max(settings.max_candidates, 1))
+    return min(bounds, default=None)
+
+
+def _first_batch(wanted):
+    """Trees to read first: most give a candidate or more; each further
+    batch is twice as large.
+    """
+    return max(wanted, 100)
+
+
+class _Planned:
+    """The Plans that generate a request's candidates, over one universe;
+    ``plan`` is the latest, good for shaping any candidate they made.
+    """
+
+    def __init__(self, conn, request, needs, names, universe):
+        self.conn = conn
+        self.request = request
+        self.needs = needs
+        self.universe = universe
+        self.anchor_ok = anchor_filter(request, names, universe)
+        self.plan = None
+
+    def _make(self, anchor_ok):
+        request = self.request
+        self.plan = engine.Plan(
+            self.universe, self.needs, anchor_ok, isolate=request.isolate,
+            same_subtrees=request.same_subtrees, nested=request.nested)
+        if request.same_subtrees:
+            load_ancestry(self.conn, self.plan)
+        return self.plan
+
+    def all(self, breadth_first):
+        """Every candidate, from the universe as loaded."""
+        return self._make(self.anchor_ok).candidates(breadth_first)
+
+    def in_batches(self, wanted):
+        """Candidates in depth-first order, reading the trees a batch at a
+        time (by root id, as anchors are walked) until ``wanted`` came or
+        no tree is left: the first batch has room for ``wanted`` trees.
+        """
+        universe, conn = self.universe, self.conn
+        rc_ids = universe.requested_classes
+        roots = sql.usable_roots(conn, rc_ids, universe.narrowing)
+        # Sharing providers serve trees of every batch.
+        universe.add_inventories(sql.inventories(
+            conn, rc_ids, universe.narrowing, sql.USABLE,
+            provider_ids=universe.sharing))
+        universe.keep_rows()
+        seen = set()
+        start, size, after = 0, _first_batch(wanted), -1
+        while True:
+            upto = None
+            # A remainder smaller than half a batch comes along now.
+            if len(roots) - start - size > size // 2:
+                upto = roots[start + size - 1]
+            universe.new_batch()
+            universe.add_inventories(sql.inventories(
+                conn, rc_ids, universe.narrowing, sql.USABLE, after=after,
+                upto=upto))
+            plan = self._make(self._batch_filter(after, upto))
+            yield from plan.candidates(seen=seen)
+            if upto is None:
+                return
+            start, size, after = start + size, size * 2, upto
+
+    def _batch_filter(self, after, upto):
+        anchor_ok = self.anchor_ok
+
+        def in_batch(root):
+            return (after < root and (upto is None or root <= upto)
+                    and anchor_ok(root))
+        return in_batch
+
+
+def load_universe(conn, request, needs, names, narrow=True,
+                  inventories=True):
     """A Universe with what ``needs`` can use; with ``narrow``, only the
     inventories that can matter to them (``universe.narrowing`` says
-    which), else all of the requested classes.
+    which), else all of the requested classes. Without ``inventories``
+    the caller reads them.
     """
     universe = engine.Universe()
     rc_ids = {rc for need in needs for rc, _amount in need.resources}
+    universe.requested_classes = rc_ids
     if rc_ids:
         trees = {need.tree for need in needs if need.resources}
         universe.roots = None if None in trees else trees
@@ -288,9 +380,6 @@ def load_universe(conn, request, needs, names, narrow=True):
             narrowing = _narrowing(request, needs, names)
             if narrowing.survey(conn):
                 universe.narrowing = narrowing
-        for inv in sql.inventories(conn, rc_ids, universe.narrowing,
-                                   sql.USABLE, roots=universe.roots):
-            universe.add_inventory(inv)
     trait_ids = _ids(request.root_required | request.root_forbidden,
                      names.traits)
     for need in needs:
@@ -309,6 +398,10 @@ def load_universe(conn, request, needs, names, narrow=True):
         universe.add_aggregate(provider, aggregate, root)
     for provider, root in sql.sharing_anchors(conn, universe.sharing):
         universe.share_anchors[provider].add(root)
+    if rc_ids and (inventories or universe.roots is not None):
+        universe.add_inventories(sql.inventories(
+            conn, rc_ids, universe.narrowing, sql.USABLE,
+            roots=universe.roots))
     return universe
 
 

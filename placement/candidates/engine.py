@@ -60,7 +60,13 @@ class Universe:
         self.sharing = set()
         self.share_anchors = collections.defaultdict(set)
         self.parent = {}
-        # How the inventories were chosen (candidates.load_universe).
+        # Rows of by_class the options are made of: the first ``_kept``
+        # of each class (read before any batch) and those from
+        # ``_fresh`` on.
+        self._kept = {}
+        self._fresh = {}
+        # What the inventories were chosen for (candidates.load_universe).
+        self.requested_classes = set()
         self.roots = None
         self.narrowing = None
         # Whether the database computes with other ratios than Python.
@@ -69,12 +75,35 @@ class Universe:
         self._room = {}
 
     def add_inventory(self, inv):
+        if (inv.provider, inv.rc) in self.inventory:
+            return  # read again with a later batch of trees
         self.root[inv.provider] = inv.root
         self.parent[inv.provider] = inv.parent
         self.inventory[(inv.provider, inv.rc)] = inv
         self.by_class[inv.rc].append(inv)
         if inv.sql_ratio != inv.ratio:
             self.ratios_differ = True
+
+    def add_inventories(self, rows):
+        for inv in rows:
+            self.add_inventory(inv)
+
+    def keep_rows(self):
+        """Rows read so far stay in every later batch's options."""
+        self._kept = {rc: len(rows) for rc, rows in self.by_class.items()}
+
+    def new_batch(self):
+        """Rows read from now on replace the previous batch's."""
+        self._fresh = {rc: len(rows) for rc, rows in self.by_class.items()}
+
+    def rows(self, rc):
+        """The inventories of class ``rc`` options are made of."""
+        rows = self.by_class.get(rc, ())
+        start = self._fresh.get(rc, 0)
+        if not start:
+            return rows
+        kept = self._kept.get(rc, 0)
+        return rows[:kept] + rows[start:]
 
     def add_trait(self, provider, trait, root):
         self.root[provider] = root
@@ -178,7 +207,7 @@ def matching(universe, need, among=None):
     if need.resources:
         found = None
         for rc, amount in need.resources:
-            fit = {inv.provider for inv in universe.by_class.get(rc, ())
+            fit = {inv.provider for inv in universe.rows(rc)
                    if (need.tree is None or inv.root == need.tree)
                    and universe.fits(inv, amount)}
             found = fit if found is None else found & fit
@@ -219,7 +248,7 @@ def spread_options(universe, need, anchor_ok):
     fits = universe.fits
     for rc, amount in need.resources:
         options = collections.defaultdict(dict)
-        for inv in universe.by_class.get(rc, ()):
+        for inv in universe.rows(rc):
             if need.tree is not None and inv.root != need.tree:
                 continue
             if not fits(inv, amount):
@@ -333,10 +362,11 @@ class Plan:
         return any(next(walk.walk(anchor), None) is not None
                    for anchor in self._common_anchors(levels))
 
-    def candidates(self, breadth_first=False):
+    def candidates(self, breadth_first=False, seen=None):
         """Every candidate as (anchor, providers per slot), lazily; a
         candidate reachable from several anchors (only possible with
-        sharing providers alone) comes once.
+        sharing providers alone) comes once, also across the plans that
+        share the set ``seen``.
         """
         walk = _Walk(self, range(len(self.slots)))
         walks = (walk.walk(anchor) for anchor in self.anchors)
@@ -344,7 +374,8 @@ class Plan:
             stream = _round_robin(walks)
         else:
             stream = itertools.chain.from_iterable(walks)
-        seen = set()
+        if seen is None:
+            seen = set()
         sharing = self.universe.sharing
         for anchor, chosen in stream:
             if all(p in sharing for p in chosen):

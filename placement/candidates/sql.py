@@ -96,6 +96,9 @@ _BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
 USABLE = 'usable'   # those the Narrowing keeps
 UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
+# Ranges of root ids sql.inventories can read.
+AFTER = 'after'
+BETWEEN = 'between'
 
 
 @dataclasses.dataclass
@@ -300,17 +303,45 @@ def _inventory_statement(dialect, shape, selection, within):
         query = query.where(_usable(shape, _INV, _RP))
     elif selection == UNFIT:
         query = query.where(sa.not_(_fits(_INV, range(shape.classes))))
-    if within is not None:
-        column = {'roots': _RP.c.root_provider_id, 'providers': _RP.c.id}
-        query = query.where(_among(column[within], dialect))
+    root = _RP.c.root_provider_id
+    if within == 'roots':
+        query = query.where(_among(root, dialect))
+    elif within == 'providers':
+        query = query.where(_among(_RP.c.id, dialect))
+    elif within in (AFTER, BETWEEN):
+        query = query.where(root > sa.bindparam('after'))
+        if within == BETWEEN:
+            query = query.where(root <= sa.bindparam('upto'))
     return query
 
 
+@functools.lru_cache(maxsize=64)
+def _roots_statement(dialect, shape, selection):
+    return (_inventory_statement(dialect, shape, selection, None)
+            .with_only_columns(_RP.c.root_provider_id).distinct()
+            .order_by(_RP.c.root_provider_id))
+
+
+def usable_roots(conn, rc_ids, narrowing=None):
+    """The roots of the trees with rows ``inventories`` would read, in
+    order: where batches of trees begin and end.
+    """
+    params = {'rc_ids': sorted(rc_ids)}
+    shape = None
+    if narrowing is not None:
+        shape = narrowing.shape()
+        params.update(narrowing.params())
+    return conn.execute(_roots_statement(
+        conn.dialect.name, shape, USABLE if shape else ALL),
+        params).scalars().all()
+
+
 def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
-                provider_ids=None):
+                provider_ids=None, after=None, upto=None):
     """Inventories (with usage) of the classes ``rc_ids``: all, or the
     ``selection`` of them by ``narrowing``; only in the trees rooted at
-    ``roots`` or of ``provider_ids`` when given.
+    ``roots``, of ``provider_ids`` or with a root id above ``after`` (and
+    up to ``upto``) when given.
     """
     params = {'rc_ids': sorted(rc_ids)}
     shape = None
@@ -322,10 +353,13 @@ def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
         within, ids = 'roots', roots
     elif provider_ids is not None:
         within, ids = 'providers', provider_ids
+    elif after is not None:
+        within = AFTER if upto is None else BETWEEN
+        params.update(after=after, upto=upto)
     query = _inventory_statement(
         conn.dialect.name, shape,
         selection if narrowing is not None else ALL, within)
-    if within is None:
+    if ids is None:
         rows = conn.execute(query, params).all()
     else:
         rows = _rows_among(conn, query, ids, params)

@@ -340,6 +340,8 @@ _NARROWED_QUERIES = [
     'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10',
     'resources=VCPU:1,MEMORY_MB:512,DISK_GB:1500',
     'resources=VCPU:4,DISK_GB:3000',
+    'resources=DISK_GB:4000',
+    'resources=DISK_GB:100',
     'resources=VCPU:1,CUSTOM_RARE:1',
     'resources=VCPU:1,DISK_GB:10&member_of=in:{A},{C}',
     'resources=VCPU:1,DISK_GB:10&member_of={B}&member_of=!{C}',
@@ -371,3 +373,22 @@ def test_narrowing_changes_no_answer(data, find, monkeypatch, seed):
     for (query, version), result in zip(asked, narrowed):
         assert result == find(query, version), (query, version)
     assert sum(bool(result.candidates) for result in narrowed) > 10
+
+
+@pytest.mark.parametrize('seed', [1, 2])
+def test_trees_read_in_batches_change_no_answer(data, find, monkeypatch,
+                                                seed):
+    """With a limit, trees are read a batch at a time until enough
+    candidates came; the answer is the one reading them all would give.
+    """
+    _random_cloud(data, seed)
+    queries = [q.format(**data.uuids) for q in _NARROWED_QUERIES]
+    monkeypatch.setattr(candidates, '_first_batch', lambda wanted: 1)
+    asked = [(query + '&limit=%d' % limit, {})
+             for query in queries for limit in (1, 2, 5)]
+    asked += [(query, {'max_candidates': 3}) for query in queries]
+    batched = [find(query, **settings) for query, settings in asked]
+    monkeypatch.setattr(candidates, '_enough', lambda request, settings: None)
+    for (query, settings), result in zip(asked, batched):
+        assert result == find(query, **settings), (query, settings)
+    assert sum(len(result.candidates) > 1 for result in batched) > 10
