@@ -34,7 +34,9 @@ conn.autocommit = True
 with conn.cursor() as cur:
     cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
     if sys.argv[2] == "create":
-        cur.execute('CREATE DATABASE "%s"' % sys.argv[1])
+        # An optional third argument names a database to copy.
+        template = ' TEMPLATE "%s"' % sys.argv[3] if sys.argv[3:] else ''
+        cur.execute('CREATE DATABASE "%s"%s' % (sys.argv[1], template))
 conn.close()
 '''
 
@@ -53,17 +55,6 @@ with conn.cursor() as cur:
         cur.execute("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`"
                     % (target, table, source, table))
 conn.commit()
-conn.close()
-'''
-_COPY_POSTGRESQL = '''
-import sys, psycopg2
-conn = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres",
-                        dbname="postgres")
-conn.autocommit = True
-with conn.cursor() as cur:
-    cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[2])
-    cur.execute('CREATE DATABASE "%s" TEMPLATE "%s"' % (sys.argv[2],
-                                                       sys.argv[1]))
 conn.close()
 '''
 
@@ -110,7 +101,8 @@ class Database:
             self.create()
             self.env.run_python(_COPY_MYSQL, source.name, self.name)
         else:
-            self.env.run_python(_COPY_POSTGRESQL, source.name, self.name)
+            self.env.run_python(_CREATE_POSTGRESQL, self.name, 'create',
+                                source.name)
 
     def drop(self):
         if self.backend == 'sqlite':
