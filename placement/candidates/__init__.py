@@ -331,7 +331,7 @@ class _Planned:
         """
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
-        roots = sql.usable_roots(conn, rc_ids, universe.narrowing)
+        roots = sql.usable_roots(conn, universe.narrowing)
         # Sharing providers serve trees of every batch.
         universe.add_inventories(sql.inventories(
             conn, rc_ids, universe.narrowing, sql.USABLE,
@@ -340,19 +340,21 @@ class _Planned:
         seen = set()
         start, size, after = 0, _first_batch(wanted), -1
         while True:
-            upto = None
+            end = start + size
             # A remainder smaller than half a batch comes along now.
-            if len(roots) - start - size > size // 2:
-                upto = roots[start + size - 1]
+            if len(roots) - end <= size // 2:
+                end = len(roots)
+            batch = roots[start:end]
+            # Anchors go by root id range: the last batch takes them all.
+            upto = batch[-1] if end < len(roots) else None
             universe.new_batch()
             universe.add_inventories(sql.inventories(
-                conn, rc_ids, universe.narrowing, sql.USABLE, after=after,
-                upto=upto))
+                conn, rc_ids, universe.narrowing, sql.USABLE, roots=batch))
             plan = self._make(self._batch_filter(after, upto))
             yield from plan.candidates(seen=seen)
             if upto is None:
                 return
-            start, size, after = start + size, size * 2, upto
+            start, size, after = end, size * 2, upto
 
     def _batch_filter(self, after, upto):
         anchor_ok = self.anchor_ok

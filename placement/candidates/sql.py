@@ -96,9 +96,6 @@ _BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
 USABLE = 'usable'   # those the Narrowing keeps
 UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
-# Ranges of root ids sql.inventories can read.
-AFTER = 'after'
-BETWEEN = 'between'
 
 
 @dataclasses.dataclass
@@ -178,10 +175,13 @@ _Shape = collections.namedtuple(
               'root_forbidden')
 
 
-def _fits(inv, classes):
-    """The row could give class ``i``'s amount, for one of ``classes``."""
+def _fits(inv, classes, rc=None):
+    """The row could give class ``i``'s amount, for one of ``classes``;
+    ``rc`` stands for the row's class column if given.
+    """
+    rc = inv.c.resource_class_id if rc is None else rc
     return sa.or_(*(
-        sa.and_(inv.c.resource_class_id == sa.bindparam('rc_%d' % i),
+        sa.and_(rc == sa.bindparam('rc_%d' % i),
                 inv.c.max_unit >= sa.bindparam('amount_%d' % i),
                 (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
                 >= sa.bindparam('amount_%d' % i))
@@ -202,9 +202,22 @@ def _sharing(provider):
         _RPT.c.trait_id == sa.bindparam('sharing_trait')))
 
 
-def _usable(shape, inv, rp):
+def _usable(shape, inv, rp, rc):
     """Whether the row of ``inv`` (joined to ``rp``) can matter."""
-    root = rp.c.root_provider_id
+    fits = _fits(inv, range(shape.classes), rc)
+    tree = _tree_usable(shape, rp.c.root_provider_id)
+    if not tree:
+        return fits
+    tree_usable = sa.and_(*tree)
+    if shape.sharing:
+        tree_usable = sa.or_(tree_usable, _sharing(inv.c.resource_provider_id))
+    return sa.and_(fits, tree_usable)
+
+
+def _tree_usable(shape, root):
+    """The conditions on the tree of ``root`` (a column) for its rows to
+    be of use.
+    """
     tree = [_offers(shape, root, i) for i in shape.scarce]
     if shape.member_of:
         member = _RP.alias('member')
@@ -222,13 +235,7 @@ def _usable(shape, inv, rp):
             sa.select(_RPT.c.resource_provider_id)
             .where(_RPT.c.trait_id.in_(
                 sa.bindparam('root_forbidden', expanding=True)))))
-    fits = _fits(inv, range(shape.classes))
-    if not tree:
-        return fits
-    tree_usable = sa.and_(*tree)
-    if shape.sharing:
-        tree_usable = sa.or_(tree_usable, _sharing(inv.c.resource_provider_id))
-    return sa.and_(fits, tree_usable)
+    return tree
 
 
 def _offers(shape, root, i):
@@ -270,8 +277,9 @@ def _used():
 @functools.lru_cache(maxsize=256)
 def _inventory_statement(dialect, shape, selection, within):
     """The rows of the classes ``rc_ids``, with usage; ``selection`` of
-    them by a Narrowing of ``shape``; ``within`` 'roots' or 'providers'
-    restricts them to the trees or providers ``ids``.
+    them by a Narrowing of ``shape``; ``within`` (a resource_providers
+    column: root_provider_id or id) restricts them to the trees or
+    providers ``ids``.
 
     SQLite and MySQL look each row's usage up on the (provider, class,
     used) index; PostgreSQL sums the classes' allocations once, as it
@@ -297,51 +305,48 @@ def _inventory_statement(dialect, shape, selection, within):
         used = sa.func.coalesce(usage.c.used, 0)
     else:
         used = _used()
+    rc = _INV.c.resource_class_id
+    if within is not None and dialect == 'sqlite':
+        # Without statistics SQLite would walk the class index (most of
+        # the table) rather than look the few trees or providers up; an
+        # expression of the class is not indexed.
+        rc = rc + 0
     query = (sa.select(*columns, used).select_from(rows)
-             .where(_INV.c.resource_class_id.in_(rc_ids)))
+             .where(rc.in_(rc_ids)))
     if selection == USABLE:
-        query = query.where(_usable(shape, _INV, _RP))
+        query = query.where(_usable(shape, _INV, _RP, rc))
     elif selection == UNFIT:
-        query = query.where(sa.not_(_fits(_INV, range(shape.classes))))
-    root = _RP.c.root_provider_id
-    if within == 'roots':
-        query = query.where(_among(root, dialect))
-    elif within == 'providers':
-        query = query.where(_among(_RP.c.id, dialect))
-    elif within in (AFTER, BETWEEN):
-        query = query.where(root > sa.bindparam('after'))
-        if within == BETWEEN:
-            query = query.where(root <= sa.bindparam('upto'))
+        query = query.where(sa.not_(_fits(_INV, range(shape.classes), rc)))
+    if within is not None:
+        query = query.where(_among(_RP.c[within], dialect))
     return query
 
 
 @functools.lru_cache(maxsize=64)
-def _roots_statement(dialect, shape, selection):
-    return (_inventory_statement(dialect, shape, selection, None)
-            .with_only_columns(_RP.c.root_provider_id).distinct()
-            .order_by(_RP.c.root_provider_id))
+def _roots_statement(shape):
+    query = sa.select(_RP.c.id).where(_RP.c.parent_provider_id.is_(None))
+    if shape is not None:
+        query = query.where(*_tree_usable(shape, _RP.c.id))
+    return query.order_by(_RP.c.id)
 
 
-def usable_roots(conn, rc_ids, narrowing=None):
-    """The roots of the trees with rows ``inventories`` would read, in
-    order: where batches of trees begin and end.
+def usable_roots(conn, narrowing=None):
+    """The roots, in order, of the trees whose rows ``narrowing`` may
+    keep: where batches of trees begin and end. Looking at the trees
+    only (not at their rows) keeps this cheap; a tree with no row of use
+    merely takes a place in a batch.
     """
-    params = {'rc_ids': sorted(rc_ids)}
-    shape = None
-    if narrowing is not None:
-        shape = narrowing.shape()
-        params.update(narrowing.params())
-    return conn.execute(_roots_statement(
-        conn.dialect.name, shape, USABLE if shape else ALL),
-        params).scalars().all()
+    if narrowing is None:
+        return conn.execute(_roots_statement(None)).scalars().all()
+    return conn.execute(_roots_statement(narrowing.shape()),
+                        narrowing.params()).scalars().all()
 
 
 def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
-                provider_ids=None, after=None, upto=None):
+                provider_ids=None):
     """Inventories (with usage) of the classes ``rc_ids``: all, or the
     ``selection`` of them by ``narrowing``; only in the trees rooted at
-    ``roots``, of ``provider_ids`` or with a root id above ``after`` (and
-    up to ``upto``) when given.
+    ``roots`` or of ``provider_ids`` when given.
     """
     params = {'rc_ids': sorted(rc_ids)}
     shape = None
@@ -350,12 +355,9 @@ def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
         params.update(narrowing.params())
     within, ids = None, None
     if roots is not None:
-        within, ids = 'roots', roots
+        within, ids = 'root_provider_id', roots
     elif provider_ids is not None:
-        within, ids = 'providers', provider_ids
-    elif after is not None:
-        within = AFTER if upto is None else BETWEEN
-        params.update(after=after, upto=upto)
+        within, ids = 'id', provider_ids
     query = _inventory_statement(
         conn.dialect.name, shape,
         selection if narrowing is not None else ALL, within)
