@@ -28,7 +28,6 @@ from placement.db import standard
 from placement.db import tables
 
 import conftest
-from conftest import SERVERS
 
 HEAD = 'a082b8bb98d0'
 UPSTREAM_REVISIONS = ('b4ed3a175331', '611cd6dffd7b', 'b5c396305c25',
