@@ -524,12 +524,11 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     inventory = _summarised_inventory(conn, universe, class_name, trees,
                                       shown)
     resources = collections.defaultdict(dict)
-    for provider, _uuid, _parent, _root in members:
-        for rc, name in class_name.items():
-            inv = inventory.get((provider, rc))
-            if inv is not None:
-                resources[provider][name] = (engine.capacity(
-                    inv.total, inv.reserved, inv.ratio), inv.used)
+    summarised = {row[0] for row in members}
+    for (provider, rc), inv in inventory.items():
+        if provider in summarised:
+            resources[provider][class_name[rc]] = (engine.capacity(
+                inv.total, inv.reserved, inv.ratio), inv.used)
     if request.every_class:
         for provider, name, total, reserved, ratio, used in (
                 sql.provider_inventories(conn, trees, shown, class_name)):

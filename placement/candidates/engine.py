@@ -245,7 +245,10 @@ def spread_options(universe, need, anchor_ok):
     if need.lost:
         return {}
     by_class = {}
-    fits = universe.fits
+    fits, traits, sharing = universe.fits, universe.traits, universe.sharing
+    forbidden, member_of = need.forbidden, need.member_of
+    # Sharing providers also serve other trees, but not within in_tree.
+    spreads = need.tree is None
     for rc, amount in need.resources:
         options = collections.defaultdict(dict)
         for inv in universe.rows(rc):
@@ -254,17 +257,18 @@ def spread_options(universe, need, anchor_ok):
             if not fits(inv, amount):
                 continue
             provider = inv.provider
-            if need.forbidden and (
-                    universe.traits.get(provider, _NONE) & need.forbidden):
+            if forbidden and traits.get(provider, _NONE) & forbidden:
                 continue
             if _excluded(universe, need, provider):
                 continue
-            member = not need.member_of or _member(
-                universe, provider, need.member_of)
-            for anchor in _spread_anchors(universe, need, inv, member):
+            member = not member_of or _member(universe, provider, member_of)
+            anchors = (inv.root,)
+            if spreads and member and provider in sharing:
+                anchors += tuple(sorted(universe.share_anchors[provider]))
+            for anchor in anchors:
                 if not anchor_ok(anchor) or _excluded(universe, need, anchor):
                     continue
-                if member or _member(universe, anchor, need.member_of):
+                if member or _member(universe, anchor, member_of):
                     options[anchor][provider] = None
         by_class[rc] = {anchor: sorted(providers)
                         for anchor, providers in options.items()}
@@ -274,15 +278,6 @@ def spread_options(universe, need, anchor_ok):
 def _excluded(universe, need, provider):
     return bool(need.forbidden_aggs and (
         universe.aggregates.get(provider, _NONE) & need.forbidden_aggs))
-
-
-def _spread_anchors(universe, need, inv, member):
-    """The provider's own root, and the trees it shares with when it is
-    a sharing provider in the requested aggregates (not with in_tree).
-    """
-    yield inv.root
-    if need.tree is None and member and inv.provider in universe.sharing:
-        yield from sorted(universe.share_anchors[inv.provider])
 
 
 Slot = collections.namedtuple('Slot', 'group rc')
