@@ -33,8 +33,10 @@ def _request_as_dict(candidate):
 
 
 def _request_with_mappings(candidate):
-    """1.34+: which providers satisfy which request group."""
-    return dict(_request_as_dict(candidate), mappings=candidate.mappings)
+    """1.34+: which providers satisfy which group."""
+    body = _request_as_dict(candidate)
+    body['mappings'] = candidate.mappings
+    return body
 
 
 _REQUEST_VIEW = {
@@ -44,6 +46,8 @@ _REQUEST_VIEW = {
 }
 
 
+# Each summary view extends the one of the version before in place: there
+# are as many summaries as providers in the candidates' trees.
 def _summary(summary):
     return {'resources': {
         rc: {'capacity': capacity, 'used': used}
@@ -51,13 +55,16 @@ def _summary(summary):
 
 
 def _summary_with_traits(summary):
-    return dict(_summary(summary), traits=summary.traits)
+    body = _summary(summary)
+    body['traits'] = summary.traits
+    return body
 
 
 def _summary_in_tree(summary):
-    return dict(_summary_with_traits(summary),
-                parent_provider_uuid=summary.parent_uuid,
-                root_provider_uuid=summary.root_uuid)
+    body = _summary_with_traits(summary)
+    body['parent_provider_uuid'] = summary.parent_uuid
+    body['root_provider_uuid'] = summary.root_uuid
+    return body
 
 
 _SUMMARY_VIEW = {

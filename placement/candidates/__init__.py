@@ -507,10 +507,8 @@ def _result(conn, request, plan, names, chosen, generated_used=None):
         trees = set()
     uuid = {row[0]: row[1] for row in members}
     class_name = {ident: name for name, ident in names.classes.items()}
-    candidates = [
-        Candidate(plan.allocations(providers, uuid, class_name),
-                  plan.mappings(providers, uuid))
-        for _anchor, providers in chosen]
+    shape = plan.shaper(uuid, class_name)
+    candidates = [Candidate(*shape(providers)) for _anchor, providers in chosen]
     return Result(candidates, _summaries(
         conn, request, universe, summarised, uuid, class_name, trees, shown))
 

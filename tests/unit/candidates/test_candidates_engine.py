@@ -68,8 +68,8 @@ def need(suffix='', resources=(), **kwargs):
 
 
 def candidates(plan, **kwargs):
-    return [plan.allocations(chosen)
-            for _anchor, chosen in plan.candidates(**kwargs)]
+    shape = plan.shaper()
+    return [shape(chosen)[0] for _anchor, chosen in plan.candidates(**kwargs)]
 
 
 @pytest.fixture
@@ -158,7 +158,8 @@ class TestSpread:
         plan = world.plan(need('', [(VCPU, 1), (DISK, 10)]))
         assert candidates(plan) == [
             {2: {VCPU: 1}, 1: {DISK: 10}}, {3: {VCPU: 1}, 1: {DISK: 10}}]
-        assert plan.mappings(next(plan.candidates())[1]) == {'': [2, 1]}
+        _allocations, mappings = plan.shaper()(next(plan.candidates())[1])
+        assert mappings == {'': [2, 1]}
 
     def test_sharing_provider_completes_a_tree(self, world):
         world.provider(1, inventory={VCPU: 4}, aggregates=[AGG_A])
@@ -247,8 +248,7 @@ class TestCombining:
                           need('_N', required=(frozenset([SSD]),)),
                           same_subtrees=[{'_P', '_N'}])
         [(_anchor, chosen)] = list(plan.candidates())
-        assert plan.allocations(chosen) == {3: {VF: 1}}
-        assert plan.mappings(chosen) == {'_P': [3], '_N': [2]}
+        assert plan.shaper()(chosen) == ({3: {VF: 1}}, {'_P': [3], '_N': [2]})
 
     def test_one_provider_per_tree_before_nesting(self, world):
         world.provider(1, inventory={DISK: 100})
