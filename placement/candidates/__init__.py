@@ -217,8 +217,8 @@ def _no_trait(name):
 
 def matching_providers(conn, group):
     """Ids of the providers that on their own satisfy ``group`` (a
-    request.Group), as GET /resource_providers filters: free capacity for
-    each class of ``resources``, every ``required`` any-of set and no
+    request.Group), as GET /resource_providers filters: room for each
+    class of ``resources``, every ``required`` any-of set and no
     ``forbidden`` trait, an aggregate of every ``member_of`` set and none
     of ``forbidden_aggs``, in the tree of ``in_tree``. Without filters,
     every provider.
@@ -234,8 +234,13 @@ def matching_providers(conn, group):
     need = group_need(group, names)
     if need.lost:
         return set()
+    # Room is decided in SQL, traits and aggregates as for candidates.
+    if need.resources:
+        among = sql.providers_with_room(conn, need.resources, need.tree)
+    else:
+        among = sql.provider_ids(conn, need.tree)
+    need = dataclasses.replace(need, resources=())
     universe = load_universe(conn, request, [need], names)
-    among = None if need.resources else sql.provider_ids(conn, need.tree)
     return engine.matching(universe, need, among)
 
 
@@ -508,7 +513,8 @@ def _result(conn, request, plan, names, chosen, generated_used=None):
     uuid = {row[0]: row[1] for row in members}
     class_name = {ident: name for name, ident in names.classes.items()}
     shape = plan.shaper(uuid, class_name)
-    candidates = [Candidate(*shape(providers)) for _anchor, providers in chosen]
+    candidates = [Candidate(*shape(providers))
+                  for _anchor, providers in chosen]
     return Result(candidates, _summaries(
         conn, request, universe, summarised, uuid, class_name, trees, shown))
 

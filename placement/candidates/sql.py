@@ -2,19 +2,17 @@
 
 Each function is one statement that returns plain rows; the engine does
 the per-candidate reasoning in memory. Statements are built once per
-shape and dialect; lists of ids travel as one parameter where the backend
-takes a list, else in slices.
+shape and dialect; lists of ids travel as ``id_list`` sends them.
 """
 import collections
 import dataclasses
 import functools
-import json
 import struct
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from placement.db import engine as db_engine
+from placement.db import id_list
 from placement.db import tables
 
 _RP = tables.resource_providers
@@ -25,10 +23,6 @@ _RPA = tables.resource_provider_aggregates
 _AGG = tables.placement_aggregates
 _RC = tables.resource_classes
 _TRAIT = tables.traits
-
-# Ids per statement where they are bound one by one (MySQL): keeps
-# statements small.
-_CHUNK = 5000
 
 Names = collections.namedtuple(
     'Names', 'classes traits aggregates providers')
@@ -274,37 +268,45 @@ def _used():
             .scalar_subquery())
 
 
+def _with_usage(dialect, rows, rc_ids):
+    """``rows`` (inventories, possibly joined to more), joined where
+    needed to what gives the amount used of each inventory, and that
+    amount; only rows of the classes ``rc_ids`` are asked about.
+
+    SQLite and MySQL look each row's usage up on the (provider, class,
+    used) index; PostgreSQL sums the classes' allocations once, as it
+    would JIT-compile the correlated form of a large scan.
+    """
+    if dialect != 'postgresql':
+        return rows, _used()
+    usage = (sa.select(_ALLOC.c.resource_provider_id,
+                       _ALLOC.c.resource_class_id,
+                       sa.func.sum(_ALLOC.c.used).label('used'))
+             .where(_ALLOC.c.resource_class_id.in_(rc_ids))
+             .group_by(_ALLOC.c.resource_provider_id,
+                       _ALLOC.c.resource_class_id)
+             .subquery('usage'))
+    rows = rows.outerjoin(usage, sa.and_(
+        usage.c.resource_provider_id == _INV.c.resource_provider_id,
+        usage.c.resource_class_id == _INV.c.resource_class_id))
+    return rows, sa.func.coalesce(usage.c.used, 0)
+
+
 @functools.lru_cache(maxsize=256)
 def _inventory_statement(dialect, shape, selection, within):
     """The rows of the classes ``rc_ids``, with usage; ``selection`` of
     them by a Narrowing of ``shape``; ``within`` (a resource_providers
     column: root_provider_id or id) restricts them to the trees or
     providers ``ids``.
-
-    SQLite and MySQL look each row's usage up on the (provider, class,
-    used) index; PostgreSQL sums the classes' allocations once, as it
-    would JIT-compile the correlated form of a large scan.
     """
     rc_ids = sa.bindparam('rc_ids', expanding=True)
     columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
                _RP.c.root_provider_id, _RP.c.parent_provider_id,
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
-    rows = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
-    if dialect == 'postgresql':
-        usage = (sa.select(_ALLOC.c.resource_provider_id,
-                           _ALLOC.c.resource_class_id,
-                           sa.func.sum(_ALLOC.c.used).label('used'))
-                 .where(_ALLOC.c.resource_class_id.in_(rc_ids))
-                 .group_by(_ALLOC.c.resource_provider_id,
-                           _ALLOC.c.resource_class_id)
-                 .subquery('usage'))
-        rows = rows.outerjoin(usage, sa.and_(
-            usage.c.resource_provider_id == _INV.c.resource_provider_id,
-            usage.c.resource_class_id == _INV.c.resource_class_id))
-        used = sa.func.coalesce(usage.c.used, 0)
-    else:
-        used = _used()
+    rows, used = _with_usage(
+        dialect, _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id),
+        rc_ids)
     rc = _INV.c.resource_class_id
     if within is not None and dialect == 'sqlite':
         # Without statistics SQLite would walk the class index (most of
@@ -318,7 +320,7 @@ def _inventory_statement(dialect, shape, selection, within):
     elif selection == UNFIT:
         query = query.where(sa.not_(_fits(_INV, range(shape.classes), rc)))
     if within is not None:
-        query = query.where(_among(_RP.c[within], dialect))
+        query = query.where(id_list.among(_RP.c[within], dialect))
     return query
 
 
@@ -340,6 +342,47 @@ def usable_roots(conn, narrowing=None):
         return conn.execute(_roots_statement(None)).scalars().all()
     return conn.execute(_roots_statement(narrowing.shape()),
                         narrowing.params()).scalars().all()
+
+
+def providers_with_room(conn, resources, tree=None):
+    """Ids of the providers that can take each (class, amount) of
+    ``resources`` from one inventory of theirs, in the tree rooted at
+    ``tree`` if given: upstream's capacity, unit and step checks, in the
+    database's arithmetic as upstream does them.
+    """
+    params = {'rc_ids': sorted(rc for rc, _amount in resources),
+              'tree': tree}
+    for i, (rc, amount) in enumerate(resources):
+        params['rc_%d' % i] = rc
+        params['amount_%d' % i] = min(amount, _BEYOND_MAX_UNIT)
+    return set(conn.execute(_room_statement(
+        conn.dialect.name, len(resources), tree is not None),
+        params).scalars())
+
+
+@functools.lru_cache(maxsize=32)
+def _room_statement(dialect, classes, in_tree):
+    rc_ids = sa.bindparam('rc_ids', expanding=True)
+    rows, used = _with_usage(dialect, _INV, rc_ids)
+    room = []
+    for i in range(classes):
+        amount = sa.bindparam('amount_%d' % i)
+        room.append(sa.and_(
+            _INV.c.resource_class_id == sa.bindparam('rc_%d' % i),
+            used + amount
+            <= (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio,
+            _INV.c.min_unit <= amount, _INV.c.max_unit >= amount,
+            # A step of 0 (never written by the API) divides nothing.
+            amount % sa.func.nullif(_INV.c.step_size, 0) == 0))
+    query = (sa.select(_INV.c.resource_provider_id).select_from(rows)
+             .where(_INV.c.resource_class_id.in_(rc_ids), sa.or_(*room))
+             .group_by(_INV.c.resource_provider_id)
+             .having(sa.func.count() == classes))
+    if in_tree:
+        query = query.where(_INV.c.resource_provider_id.in_(
+            sa.select(_RP.c.id)
+            .where(_RP.c.root_provider_id == sa.bindparam('tree'))))
+    return query
 
 
 def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
@@ -364,7 +407,7 @@ def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
     if ids is None:
         rows = conn.execute(query, params).all()
     else:
-        rows = _rows_among(conn, query, ids, params)
+        rows = id_list.rows_among(conn, query, ids, params)
     if conn.dialect.name in db_engine.MYSQL_BACKENDS:
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
@@ -430,8 +473,8 @@ def sharing_anchors(conn, provider_ids):
     """(sharing provider, root) for every tree having a provider in an
     aggregate with one of ``provider_ids``: the trees they share with.
     """
-    return _rows_among(conn, _sharing_anchors_statement(conn.dialect.name),
-                       provider_ids)
+    return id_list.rows_among(
+        conn, _sharing_anchors_statement(conn.dialect.name), provider_ids)
 
 
 @functools.lru_cache(maxsize=8)
@@ -443,12 +486,12 @@ def _sharing_anchors_statement(dialect):
             .select_from(
                 mine.join(peer, peer.c.aggregate_id == mine.c.aggregate_id)
                 .join(_RP, _RP.c.id == peer.c.resource_provider_id))
-            .where(_among(mine.c.resource_provider_id, dialect)))
+            .where(id_list.among(mine.c.resource_provider_id, dialect)))
 
 
 def parents(conn, provider_ids):
     """(id, parent id) of ``provider_ids``."""
-    return _rows_among(conn, _providers_statement(
+    return id_list.rows_among(conn, _providers_statement(
         conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
         provider_ids)
 
@@ -456,7 +499,7 @@ def parents(conn, provider_ids):
 @functools.lru_cache(maxsize=32)
 def _providers_statement(dialect, key, columns):
     """``columns`` of the providers whose ``key`` column is among ids."""
-    return sa.select(*columns).where(_among(_RP.c[key], dialect))
+    return sa.select(*columns).where(id_list.among(_RP.c[key], dialect))
 
 
 def provider_ids(conn, root=None):
@@ -473,10 +516,10 @@ def tree_members(conn, roots, extra_ids=()):
     """
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
-    rows = _rows_among(conn, _providers_statement(
+    rows = id_list.rows_among(conn, _providers_statement(
         conn.dialect.name, 'root_provider_id', columns), roots)
     seen = {row[0] for row in rows}
-    rows += _rows_among(conn, _providers_statement(
+    rows += id_list.rows_among(conn, _providers_statement(
         conn.dialect.name, 'id', columns), set(extra_ids) - seen)
     return rows
 
@@ -500,7 +543,7 @@ def _provider_inventories_statement(dialect, key):
             .join(_RP, _RP.c.id == _INV.c.resource_provider_id))
         .where(_INV.c.resource_class_id.not_in(
             sa.bindparam('skip', expanding=True)),
-            _among(_RP.c[key], dialect)))
+            id_list.among(_RP.c[key], dialect)))
 
 
 def provider_traits(conn, roots=(), provider_ids=()):
@@ -517,7 +560,7 @@ def _provider_traits_statement(dialect, key):
             .select_from(
                 _RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id)
                 .join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-            .where(_among(_RP.c[key], dialect))
+            .where(id_list.among(_RP.c[key], dialect))
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
 
 
@@ -527,40 +570,6 @@ def _of_providers(conn, statement, roots, provider_ids, **params):
     """
     rows = []
     for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
-        rows += _rows_among(conn, statement(conn.dialect.name, key), ids,
-                            params)
-    return rows
-
-
-def _among(column, dialect):
-    """``column`` is one of the ids bound as ``ids``: one parameter where
-    the backend takes a list (a PostgreSQL array, a JSON array in SQLite),
-    else an expanded list, sent in slices by ``_rows_among``.
-    """
-    if dialect == 'postgresql':
-        return column == sa.any_(
-            sa.bindparam('ids', type_=postgresql.ARRAY(sa.Integer)))
-    if dialect == 'sqlite':
-        return column.in_(sa.select(sa.column('value', sa.Integer))
-                          .select_from(sa.func.json_each(
-                              sa.bindparam('ids', type_=sa.String))))
-    return column.in_(sa.bindparam('ids', expanding=True))
-
-
-def _rows_among(conn, statement, ids, params=None):
-    """All rows of ``statement`` (built with ``_among``) for ``ids``."""
-    ids = sorted(ids)
-    if not ids:
-        return []
-    params = params or {}
-    dialect = conn.dialect.name
-    if dialect == 'postgresql':
-        return conn.execute(statement, dict(params, ids=ids)).all()
-    if dialect == 'sqlite':
-        return conn.execute(statement,
-                            dict(params, ids=json.dumps(ids))).all()
-    rows = []
-    for start in range(0, len(ids), _CHUNK):
-        rows += conn.execute(statement, dict(
-            params, ids=ids[start:start + _CHUNK])).all()
+        rows += id_list.rows_among(
+            conn, statement(conn.dialect.name, key), ids, params)
     return rows

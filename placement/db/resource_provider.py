@@ -3,6 +3,7 @@ re-parent), delete, and the generation guard every write uses.
 """
 import sqlalchemy as sa
 
+from placement.db import id_list
 from placement.db import tables
 from placement import exception
 
@@ -15,7 +16,6 @@ _RPA = tables.resource_provider_aggregates
 # Largest value of the Integer columns (generation, amounts) on every
 # backend: a request beyond it can match no row.
 DB_MAX_INT = 0x7FFFFFFF
-_IDS_PER_STATEMENT = 5000
 
 GENERATION_CONFLICT = (
     "Resource provider's generation already changed. Please update the "
@@ -133,13 +133,9 @@ def list_all(conn, name=None, uuid=None, ids=None):
     query = query.order_by(_RP.c.id)
     if ids is None:
         return [dict(row) for row in conn.execute(query).mappings()]
-    # In slices, which keeps within every backend's bind-parameter limit.
-    query = query.where(_RP.c.id.in_(sa.bindparam('ids', expanding=True)))
-    ids = sorted(ids)
-    return [dict(row)
-            for start in range(0, len(ids), _IDS_PER_STATEMENT)
-            for row in conn.execute(query, {
-                'ids': ids[start:start + _IDS_PER_STATEMENT]}).mappings()]
+    query = query.where(id_list.among(_RP.c.id, conn.dialect.name))
+    return [dict(row._mapping)
+            for row in id_list.rows_among(conn, query, ids)]
 
 
 def create(conn, uuid, name, parent_uuid=None):

@@ -259,6 +259,22 @@ class TestResourcesFilter:
         assert self._matches(api, 'DISK_GB:900')
         assert not self._matches(api, 'DISK_GB:910')
 
+    def test_with_in_tree(self, api, disk):
+        root = _create(api, 'root').json['uuid']
+        child = _create(api, 'child', parent=root).json['uuid']
+        for uuid, total in ((root, 2), (child, 8)):
+            assert api.put(RP_PATH + '/%s/inventories' % uuid, json={
+                'resource_provider_generation': 0,
+                'inventories': {'VCPU': {'total': total}}},
+            ).status_code == 200
+        query = RP_PATH + '?in_tree=%s&resources=VCPU:' % root
+        assert _names(api.get(query + '1')) == ['child', 'root']
+        assert _names(api.get(query + '4')) == ['child']
+        assert _names(api.get(query + '9')) == []
+        # 'disk' has 4 VCPU too but is in another tree.
+        assert _names(api.get(RP_PATH + '?resources=VCPU:4')) == [
+            'child', 'disk']
+
     def test_amount_beyond_any_inventory(self, api, disk):
         assert not self._matches(api, 'DISK_GB:%d' % 2 ** 70)
 
