@@ -8,6 +8,7 @@ import collections
 import dataclasses
 import functools
 import struct
+import time
 
 import sqlalchemy as sa
 
@@ -92,6 +93,17 @@ UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
 
 
+# A survey's counts change slowly and only steer how much is read, never
+# what is found: they are reused for a while, per database and amounts.
+SURVEY_SECONDS = 30
+_SURVEYS_KEPT = 1024
+_recent_surveys = {}
+
+
+def forget_surveys():
+    _recent_surveys.clear()
+
+
 @dataclasses.dataclass
 class Narrowing:
     """Which inventory rows can matter to a request, so that only those
@@ -118,17 +130,26 @@ class Narrowing:
     scarce: frozenset = frozenset()
 
     def survey(self, conn):
-        """Count the rows of each class able to give its amount; set
-        ``scarce`` to the classes at most half as many rows can give as
-        the most common one. Return whether the narrowing leaves any row
-        out.
+        """Count the rows of each class able to give its amount (or take
+        the counts of a recent survey); set ``scarce`` to the classes at
+        most half as many rows can give as the most common one. Return
+        whether the narrowing leaves any row out.
         """
         classes = sorted(self.amounts)
-        able, rows = {}, {}
-        for rc, count, fitting in conn.execute(
-                _survey_statement(len(classes)),
-                dict(self._class_params(), rc_ids=classes)):
-            rows[rc], able[rc] = count, int(fitting)
+        key = (str(conn.engine.url), tuple(sorted(self.amounts.items())))
+        counted = _recent_surveys.get(key)
+        now = time.monotonic()
+        if counted is None or now - counted[0] > SURVEY_SECONDS:
+            able, rows = {}, {}
+            for rc, count, fitting in conn.execute(
+                    _survey_statement(len(classes)),
+                    dict(self._class_params(), rc_ids=classes)):
+                rows[rc], able[rc] = count, int(fitting)
+            if len(_recent_surveys) >= _SURVEYS_KEPT:
+                _recent_surveys.clear()
+            _recent_surveys[key] = now, able, rows
+        else:
+            _when, able, rows = counted
         most = max(able.values(), default=0)
         self.scarce = frozenset(rc for rc in classes
                                 if able.get(rc, 0) * 2 <= most)

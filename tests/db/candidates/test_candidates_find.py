@@ -392,3 +392,26 @@ def test_trees_read_in_batches_change_no_answer(data, find, monkeypatch,
     for (query, settings), result in zip(asked, batched):
         assert result == find(query, **settings), (query, settings)
     assert sum(len(result.candidates) > 1 for result in batched) > 10
+
+
+def test_recent_survey_is_reused(backend, data, find, monkeypatch):
+    """The counts behind narrowing are taken again only once they are
+    SURVEY_SECONDS old; the answer never depends on them.
+    """
+    data.provider('cn1', inventory={'VCPU': 4, 'DISK_GB': 100})
+    surveys = []
+    real_statement = candidates.sql._survey_statement
+    monkeypatch.setattr(candidates.sql, '_survey_statement',
+                        lambda classes: surveys.append(classes)
+                        or real_statement(classes))
+    clock = [1000.0]
+    monkeypatch.setattr(candidates.sql.time, 'monotonic', lambda: clock[0])
+    query = 'resources=VCPU:1,DISK_GB:50'
+    assert len(find(query).candidates) == 1
+    data.provider('cn2', inventory={'VCPU': 4, 'DISK_GB': 100})
+    clock[0] += candidates.sql.SURVEY_SECONDS
+    assert len(find(query).candidates) == 2
+    assert len(surveys) == 1
+    clock[0] += 1
+    assert len(find(query).candidates) == 2
+    assert len(surveys) == 2
