@@ -47,6 +47,9 @@ source, target = sys.argv[1], sys.argv[2]
 conn = pymysql.connect(host="127.0.0.1", port=3306, user="root")
 with conn.cursor() as cur:
     cur.execute("SET FOREIGN_KEY_CHECKS = 0")
+    # Row id 0 (VCPU) must stay 0, not take the next auto-increment value.
+    cur.execute("SET SESSION sql_mode = "
+                "CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
     cur.execute("SELECT table_name FROM information_schema.tables "
                 "WHERE table_schema = %s", (source,))
     for (table,) in cur.fetchall():
