@@ -289,16 +289,17 @@ def _used():
             .scalar_subquery())
 
 
-def _with_usage(dialect, rows, rc_ids):
+def _with_usage(dialect, rows, rc_ids, listed):
     """``rows`` (inventories, possibly joined to more), joined where
     needed to what gives the amount used of each inventory, and that
     amount; only rows of the classes ``rc_ids`` are asked about.
 
-    SQLite and MySQL look each row's usage up on the (provider, class,
-    used) index; PostgreSQL sums the classes' allocations once, as it
-    would JIT-compile the correlated form of a large scan.
+    Each row's usage is looked up on the (provider, class, used) index,
+    but for a scan that is not restricted to ``listed`` trees or
+    providers on PostgreSQL: that sums the classes' allocations once, as
+    it would JIT-compile the correlated form of a large scan.
     """
-    if dialect != 'postgresql':
+    if dialect != 'postgresql' or listed:
         return rows, _used()
     usage = (sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.resource_class_id,
@@ -327,7 +328,7 @@ def _inventory_statement(dialect, shape, selection, within):
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
     rows, used = _with_usage(
         dialect, _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id),
-        rc_ids)
+        rc_ids, listed=within is not None)
     rc = _INV.c.resource_class_id
     if within is not None and dialect == 'sqlite':
         # Without statistics SQLite would walk the class index (most of
@@ -384,7 +385,7 @@ def providers_with_room(conn, resources, tree=None):
 @functools.lru_cache(maxsize=32)
 def _room_statement(dialect, classes, in_tree):
     rc_ids = sa.bindparam('rc_ids', expanding=True)
-    rows, used = _with_usage(dialect, _INV, rc_ids)
+    rows, used = _with_usage(dialect, _INV, rc_ids, listed=False)
     room = []
     for i in range(classes):
         amount = sa.bindparam('amount_%d' % i)

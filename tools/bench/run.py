@@ -208,6 +208,9 @@ def scheduler_phase(srvs, args):
                         stats.server_errors, stats.other_errors))
                 for sample in stats.samples:
                     log('    sample error: %s' % sample)
+                # Requests still queued (clients gave up on them) must not
+                # load the machine during the next run.
+                srv.start(workers)
     checks = {}
     for srv in srvs:
         checks[srv.label] = workload.capacity_problems(

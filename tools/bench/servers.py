@@ -21,7 +21,16 @@ _CREATE_MYSQL = '''
 import sys, pymysql
 conn = pymysql.connect(host="127.0.0.1", port=3306, user="root")
 with conn.cursor() as cur:
-    cur.execute("DROP DATABASE IF EXISTS `%s`" % sys.argv[1])
+    if sys.argv[2] == "end-sessions":
+        cur.execute("SELECT id FROM information_schema.processlist "
+                    "WHERE db = %s AND id <> CONNECTION_ID()", (sys.argv[1],))
+        for (session,) in cur.fetchall():
+            try:
+                cur.execute("KILL %d" % session)
+            except pymysql.MySQLError:
+                pass  # ended meanwhile
+    else:
+        cur.execute("DROP DATABASE IF EXISTS `%s`" % sys.argv[1])
     if sys.argv[2] == "create":
         cur.execute("CREATE DATABASE `%s` CHARACTER SET utf8mb4" % sys.argv[1])
 conn.close()
@@ -32,7 +41,12 @@ conn = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres",
                         dbname="postgres")
 conn.autocommit = True
 with conn.cursor() as cur:
-    cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
+    if sys.argv[2] == "end-sessions":
+        cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (sys.argv[1],))
+    else:
+        cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
     if sys.argv[2] == "create":
         # An optional third argument names a database to copy.
         template = ' TEMPLATE "%s"' % sys.argv[3] if sys.argv[3:] else ''
@@ -106,6 +120,13 @@ class Database:
         else:
             self.env.run_python(_CREATE_POSTGRESQL, self.name, 'create',
                                 source.name)
+
+    def end_sessions(self):
+        """End every connection to the database, with the statement it
+        runs: a stopped server's queries would otherwise run on.
+        """
+        if self.backend != 'sqlite':
+            self._server_side('end-sessions')
 
     def drop(self):
         if self.backend == 'sqlite':
@@ -206,6 +227,7 @@ class Server:
         if self.proc is not None:
             _terminate(self.proc)
             self.proc = None
+            self.database.end_sessions()
 
     def memory(self):
         """{pid: (rss_kb, hwm_kb)} of the master and its workers."""
