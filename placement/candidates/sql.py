@@ -132,25 +132,26 @@ class Narrowing:
     def survey(self, conn):
         """Count the rows of each class able to give its amount (or take
         the counts of a recent survey); set ``scarce`` to the classes at
-        most half as many rows can give as the most common one. Return
-        whether the narrowing leaves any row out.
+        most half as many rows can give as there are trees, or as the
+        most common class has rows. Return whether the narrowing leaves
+        any row out.
         """
         classes = sorted(self.amounts)
         key = (str(conn.engine.url), tuple(sorted(self.amounts.items())))
         counted = _recent_surveys.get(key)
         now = time.monotonic()
         if counted is None or now - counted[0] > SURVEY_SECONDS:
-            able, rows = {}, {}
-            for rc, count, fitting in conn.execute(
+            able, rows, trees = {}, {}, 0
+            for rc, count, fitting, trees in conn.execute(
                     _survey_statement(len(classes)),
                     dict(self._class_params(), rc_ids=classes)):
                 rows[rc], able[rc] = count, int(fitting)
             if len(_recent_surveys) >= _SURVEYS_KEPT:
                 _recent_surveys.clear()
-            _recent_surveys[key] = now, able, rows
+            _recent_surveys[key] = now, able, rows, trees
         else:
-            _when, able, rows = counted
-        most = max(able.values(), default=0)
+            _when, able, rows, trees = counted
+        most = max(trees, *able.values()) if able else 0
         self.scarce = frozenset(rc for rc in classes
                                 if able.get(rc, 0) * 2 <= most)
         return bool(able != rows or self.scarce or self.member_of is not None
@@ -206,7 +207,10 @@ def _fits(inv, classes, rc=None):
 @functools.lru_cache(maxsize=16)
 def _survey_statement(classes):
     fitting = sa.func.sum(sa.case((_fits(_INV, range(classes)), 1), else_=0))
-    return (sa.select(_INV.c.resource_class_id, sa.func.count(), fitting)
+    trees = (sa.select(sa.func.count()).select_from(_RP)
+             .where(_RP.c.parent_provider_id.is_(None)).scalar_subquery())
+    return (sa.select(_INV.c.resource_class_id, sa.func.count(), fitting,
+                      trees)
             .where(_INV.c.resource_class_id.in_(
                 sa.bindparam('rc_ids', expanding=True)))
             .group_by(_INV.c.resource_class_id))
