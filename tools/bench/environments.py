@@ -75,8 +75,10 @@ def _imports_this_checkout(python):
     probe = ('import os, placement, gunicorn; '
              'print(os.path.dirname(os.path.dirname(placement.__file__)))')
     try:
+        # From a neutral directory, as the servers run: ``-c`` would
+        # otherwise find the checkout in the current directory.
         out = subprocess.run([python, '-c', probe], capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=60, cwd=os.sep)
     except OSError:
         return False
     return (out.returncode == 0 and
