@@ -35,28 +35,16 @@ def lookup(conn, classes, traits, aggregates, providers):
     Returns Names of dicts: class and trait names to ids, aggregate uuids
     to ids, provider uuids to (id, root id). Unknown names are absent.
     """
-    parts = []
-    for kind, table, key, values in (
-            ('class', _RC, _RC.c.name, classes),
-            ('trait', _TRAIT, _TRAIT.c.name, traits),
-            ('aggregate', _AGG, _AGG.c.uuid, aggregates)):
-        if values:
-            parts.append(sa.select(
-                sa.literal(kind).label('kind'),
-                sa.cast(key, sa.String(255)).label('name'),
-                table.c.id, sa.cast(sa.null(), sa.Integer).label('root'))
-                .where(key.in_(sorted(values))))
-    if providers:
-        parts.append(sa.select(
-            sa.literal('provider').label('kind'),
-            sa.cast(_RP.c.uuid, sa.String(255)).label('name'),
-            _RP.c.id, _RP.c.root_provider_id.label('root'))
-            .where(_RP.c.uuid.in_(sorted(providers))))
+    wanted = {'class': classes, 'trait': traits, 'aggregate': aggregates,
+              'provider': providers}
+    kinds = tuple(kind for kind in _LOOKUPS if wanted[kind])
     found = Names({}, {}, {}, {})
-    if not parts:
+    if not kinds:
         return found
     stored_providers = {}
-    for kind, name, ident, root in conn.execute(sa.union_all(*parts)):
+    for kind, name, ident, root in conn.execute(
+            _lookup_statement(kinds),
+            {kind: sorted(wanted[kind]) for kind in kinds}):
         if kind == 'class':
             found.classes[name] = ident
         elif kind == 'trait':
@@ -72,6 +60,31 @@ def lookup(conn, classes, traits, aggregates, providers):
         if _uuid_key(conn, uuid) in stored_providers:
             found.providers[uuid] = stored_providers[_uuid_key(conn, uuid)]
     return found
+
+
+# Kind of name: (table, column holding the name, root id column).
+_LOOKUPS = {
+    'class': (_RC, _RC.c.name, None),
+    'trait': (_TRAIT, _TRAIT.c.name, None),
+    'aggregate': (_AGG, _AGG.c.uuid, None),
+    'provider': (_RP, _RP.c.uuid, _RP.c.root_provider_id),
+}
+
+
+@functools.lru_cache(maxsize=16)
+def _lookup_statement(kinds):
+    """(kind, name, id, root id) of the names bound as each of ``kinds``."""
+    parts = []
+    for kind in kinds:
+        table, key, root = _LOOKUPS[kind]
+        if root is None:
+            root = sa.cast(sa.null(), sa.Integer)
+        parts.append(sa.select(
+            sa.literal(kind).label('kind'),
+            sa.cast(key, sa.String(255)).label('name'),
+            table.c.id, root.label('root'))
+            .where(key.in_(sa.bindparam(kind, expanding=True))))
+    return sa.union_all(*parts)
 
 
 def _uuid_key(conn, uuid):
@@ -458,25 +471,38 @@ def trait_holders(conn, trait_ids):
     """(provider, trait, root) for every provider having one of
     ``trait_ids``.
     """
-    return _linked(conn, _RPT, _RPT.c.trait_id, trait_ids)
+    return _linked(conn, 'trait', trait_ids)
 
 
 def aggregate_members(conn, aggregate_ids):
     """(provider, aggregate, root) for every member of ``aggregate_ids``."""
-    return _linked(conn, _RPA, _RPA.c.aggregate_id, aggregate_ids)
+    return _linked(conn, 'aggregate', aggregate_ids)
 
 
-def _linked(conn, link, column, ids):
-    """(provider, linked id, root) for the providers ``link`` ties to one
-    of ``ids``.
+# What providers are linked to: (link table, column of the linked id).
+_LINKS = {
+    'trait': (_RPT, _RPT.c.trait_id),
+    'aggregate': (_RPA, _RPA.c.aggregate_id),
+}
+
+
+def _linked(conn, kind, ids):
+    """(provider, linked id, root) for the providers linked to one of
+    ``ids`` of ``kind``.
     """
     if not ids:
         return []
-    return conn.execute(
-        sa.select(link.c.resource_provider_id, column,
-                  _RP.c.root_provider_id)
-        .select_from(link.join(_RP, _RP.c.id == link.c.resource_provider_id))
-        .where(column.in_(sorted(ids)))).all()
+    return conn.execute(_linked_statement(kind), {'ids': sorted(ids)}).all()
+
+
+@functools.lru_cache(maxsize=4)
+def _linked_statement(kind):
+    link, column = _LINKS[kind]
+    return (sa.select(link.c.resource_provider_id, column,
+                      _RP.c.root_provider_id)
+            .select_from(
+                link.join(_RP, _RP.c.id == link.c.resource_provider_id))
+            .where(column.in_(sa.bindparam('ids', expanding=True))))
 
 
 def any_root_with_traits(conn, required, forbidden):
