@@ -46,22 +46,15 @@ class Settings:
                    group.allocation_candidates_generation_strategy)
 
 
-@dataclasses.dataclass
-class Candidate:
-    """{provider uuid: {class: amount}} and {suffix: [provider uuid]}."""
-    allocations: dict
-    mappings: dict
+# Tuples, as there are as many as candidates and providers summarised.
+Candidate = collections.namedtuple('Candidate', 'allocations mappings')
+Candidate.__doc__ = (
+    '{provider uuid: {class: amount}} and {suffix: [provider uuid]}.')
 
-
-@dataclasses.dataclass
-class Summary:
-    """A provider of a candidate's tree: {class: (capacity, used)}, trait
-    names, parent and root uuids.
-    """
-    resources: dict
-    traits: list
-    parent_uuid: str
-    root_uuid: str
+Summary = collections.namedtuple(
+    'Summary', 'resources traits parent_uuid root_uuid')
+Summary.__doc__ = ('A provider of a candidate\'s tree: {class: (capacity, '
+                   'used)}, trait names, parent and root uuids.')
 
 
 @dataclasses.dataclass

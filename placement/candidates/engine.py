@@ -74,19 +74,19 @@ class Universe:
         self._ancestry = {}
         self._room = {}
 
-    def add_inventory(self, inv):
-        if (inv.provider, inv.rc) in self.inventory:
-            return  # read again with a later batch of trees
-        self.root[inv.provider] = inv.root
-        self.parent[inv.provider] = inv.parent
-        self.inventory[(inv.provider, inv.rc)] = inv
-        self.by_class[inv.rc].append(inv)
-        if inv.sql_ratio != inv.ratio:
-            self.ratios_differ = True
-
     def add_inventories(self, rows):
+        root, parent = self.root, self.parent
+        inventory, by_class = self.inventory, self.by_class
         for inv in rows:
-            self.add_inventory(inv)
+            key = (inv.provider, inv.rc)
+            if key in inventory:
+                continue  # read again with a later batch of trees
+            root[inv.provider] = inv.root
+            parent[inv.provider] = inv.parent
+            inventory[key] = inv
+            by_class[inv.rc].append(inv)
+            if inv.sql_ratio != inv.ratio:
+                self.ratios_differ = True
 
     def keep_rows(self):
         """Rows read so far stay in every later batch's options."""
@@ -373,7 +373,7 @@ class Plan:
             seen = set()
         sharing = self.universe.sharing
         for anchor, chosen in stream:
-            if all(p in sharing for p in chosen):
+            if sharing.issuperset(chosen):
                 if chosen in seen:
                     continue
                 seen.add(chosen)

@@ -24,7 +24,7 @@ class World:
         self.universe.parent[ident] = parent
         for rc, total in (inventory or {}).items():
             fields = total if isinstance(total, dict) else {'total': total}
-            self.universe.add_inventory(sql.Inventory(
+            self.universe.add_inventories([sql.Inventory(
                 provider=ident, rc=rc, root=root, parent=parent,
                 total=fields['total'], reserved=fields.get('reserved', 0),
                 ratio=fields.get('ratio', 1.0),
@@ -32,7 +32,7 @@ class World:
                 min_unit=fields.get('min_unit', 1),
                 max_unit=fields.get('max_unit', fields['total']),
                 step_size=fields.get('step_size', 1),
-                used=(used or {}).get(rc, 0)))
+                used=(used or {}).get(rc, 0))])
         for trait in traits:
             self.universe.add_trait(ident, trait, root)
         for aggregate in aggregates:
