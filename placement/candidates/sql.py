@@ -339,11 +339,14 @@ def _inventory_statement(dialect, shape, selection, within):
     providers ``ids``.
     """
     rc_ids = sa.bindparam('rc_ids', expanding=True)
-    # In the order of Inventory's fields; sql_ratio is fixed up for MySQL.
+    # In the order of Inventory's fields; MySQL's sql_ratio is worked out
+    # in Python (every column read costs there).
+    sql_ratio = ((_INV.c.allocation_ratio.label('sql_ratio'),)
+                 if dialect not in db_engine.MYSQL_BACKENDS else ())
     columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
                _RP.c.root_provider_id, _RP.c.parent_provider_id,
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
-               _INV.c.allocation_ratio.label('sql_ratio'),
+               *sql_ratio,
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
     rows, used = _with_usage(
         dialect, _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id),
@@ -454,8 +457,8 @@ def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
                           int(used))
-                for rp, rc, root, parent, total, reserved, ratio, _ratio,
-                min_unit, max_unit, step, used in rows]
+                for rp, rc, root, parent, total, reserved, ratio, min_unit,
+                max_unit, step, used in rows]
     return list(map(Inventory._make, rows))
 
 
