@@ -157,7 +157,8 @@ class Narrowing:
             able, rows, trees = {}, {}, 0
             for rc, count, fitting, trees in conn.execute(
                     _survey_statement(len(classes)),
-                    dict(self._class_params(), rc_ids=classes)):
+                    dict(_class_params(sorted(self.amounts.items())),
+                         rc_ids=classes)):
                 rows[rc], able[rc] = count, int(fitting)
             if len(_recent_surveys) >= _SURVEYS_KEPT:
                 _recent_surveys.clear()
@@ -183,7 +184,7 @@ class Narrowing:
             root_forbidden=bool(self.root_forbidden))
 
     def params(self):
-        params = self._class_params()
+        params = _class_params(sorted(self.amounts.items()))
         params.update(sharing_trait=self.sharing_trait,
                       member_of=sorted(self.member_of or ()),
                       root_forbidden=sorted(self.root_forbidden))
@@ -191,12 +192,16 @@ class Narrowing:
             params['root_required_%d' % i] = trait
         return params
 
-    def _class_params(self):
-        params = {}
-        for i, rc in enumerate(sorted(self.amounts)):
-            params['rc_%d' % i] = rc
-            params['amount_%d' % i] = min(self.amounts[rc], _BEYOND_MAX_UNIT)
-        return params
+
+def _class_params(resources):
+    """``rc_i`` and ``amount_i`` for the (class, amount) pairs in order,
+    as the statements that check amounts bind them.
+    """
+    params = {}
+    for i, (rc, amount) in enumerate(resources):
+        params['rc_%d' % i] = rc
+        params['amount_%d' % i] = min(amount, _BEYOND_MAX_UNIT)
+    return params
 
 
 _Shape = collections.namedtuple(
@@ -394,11 +399,8 @@ def providers_with_room(conn, resources, tree=None):
     ``tree`` if given: upstream's capacity, unit and step checks, in the
     database's arithmetic as upstream does them.
     """
-    params = {'rc_ids': sorted(rc for rc, _amount in resources),
-              'tree': tree}
-    for i, (rc, amount) in enumerate(resources):
-        params['rc_%d' % i] = rc
-        params['amount_%d' % i] = min(amount, _BEYOND_MAX_UNIT)
+    params = dict(_class_params(resources), tree=tree,
+                  rc_ids=sorted(rc for rc, _amount in resources))
     return set(conn.execute(_room_statement(
         conn.dialect.name, len(resources), tree is not None),
         params).scalars())
