@@ -7,6 +7,7 @@ import json
 
 import flask
 import jsonschema
+import orjson
 from oslo_utils import uuidutils
 from werkzeug import http as werkzeug_http
 
@@ -155,11 +156,21 @@ def query(schema):
 
 
 def json_response(data, status=200, last_modified=None):
-    # Bodies are built here from plain dicts and lists, never cyclic:
-    # skipping the check saves a sixth of the encoding of large ones.
-    response = flask.Response(json.dumps(data, check_circular=False),
-                              status=status, mimetype=JSON)
+    response = flask.Response(encode_json(data), status=status,
+                              mimetype=JSON)
     return _with_cache_headers(response, last_modified)
+
+
+def encode_json(data):
+    """``data`` as JSON bytes. orjson encodes large bodies (a thousand
+    allocation candidates) several times faster than the standard
+    library, which takes what orjson refuses: integers beyond 64 bits,
+    lone surrogates.
+    """
+    try:
+        return orjson.dumps(data)
+    except TypeError:
+        return json.dumps(data, check_circular=False).encode()
 
 
 def empty_response(status=204, location=None, last_modified=None):
