@@ -329,10 +329,12 @@ class _Planned:
         """
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
+        # The trees (and the sharing providers) are of use already: of
+        # their rows only those able to give an amount are.
         roots = sql.usable_roots(conn, universe.narrowing)
         # Sharing providers serve trees of every batch.
         universe.add_inventories(sql.inventories(
-            conn, rc_ids, universe.narrowing, sql.USABLE,
+            conn, rc_ids, universe.narrowing, sql.FIT,
             provider_ids=universe.sharing))
         universe.keep_rows()
         seen = set()
@@ -347,7 +349,7 @@ class _Planned:
             upto = batch[-1] if end < len(roots) else None
             universe.new_batch()
             universe.add_inventories(sql.inventories(
-                conn, rc_ids, universe.narrowing, sql.USABLE, roots=batch))
+                conn, rc_ids, universe.narrowing, sql.FIT, roots=batch))
             plan = self._make(self._batch_filter(after, upto))
             yield from plan.candidates(seen=seen)
             if upto is None:
@@ -416,11 +418,15 @@ def _narrowing(request, needs, names):
     if all(need.member_of for need in with_resources):
         member_of = frozenset().union(
             *(need.member_of[0] for need in with_resources))
+    # Every group is satisfied in the tree of a candidate's anchor.
+    required = sorted({any_of for need in needs for any_of in need.required},
+                      key=sorted)
     return sql.Narrowing(
         amounts, sharing_trait=names.traits.get(SHARING_TRAIT),
         member_of=member_of,
         root_required=_ids(request.root_required, names.traits),
-        root_forbidden=_ids(request.root_forbidden, names.traits))
+        root_forbidden=_ids(request.root_forbidden, names.traits),
+        required=tuple(required))
 
 
 def anchor_filter(request, names, universe):

@@ -102,6 +102,8 @@ _BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
 
 # What sql.inventories reads of the requested classes' rows.
 USABLE = 'usable'   # those the Narrowing keeps
+FIT = 'fit'         # those some group could take its amount from: what
+                    # it keeps of trees already known to be of use
 UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
 
@@ -128,9 +130,12 @@ class Narrowing:
     would cost more than reading the rows.
     A tree is of use only when its root is in one of ``member_of`` (if not
     None: every group with resources is restricted to these aggregates),
-    has every trait of ``root_required`` and none of ``root_forbidden``,
-    and, for every ``scarce`` class, has a row able to give it or shares
-    with a sharing provider (trait ``sharing_trait``) that has one.
+    has every trait of ``root_required`` and none of ``root_forbidden``;
+    when, for every ``scarce`` class, it has a row able to give it or
+    shares with a sharing provider (trait ``sharing_trait``) that has
+    one; and when, for every any-of set of trait ids in ``required``
+    (those the groups require), a provider of the tree or a sharing
+    provider it shares with has one of them.
     Sharing providers are read whatever their tree, for the trees they
     serve.
     """
@@ -139,6 +144,7 @@ class Narrowing:
     member_of: frozenset = None
     root_required: frozenset = frozenset()
     root_forbidden: frozenset = frozenset()
+    required: tuple = ()
     # Checking a class most trees offer would cost more than it saves.
     scarce: frozenset = frozenset()
 
@@ -169,7 +175,8 @@ class Narrowing:
         self.scarce = frozenset(rc for rc in classes
                                 if able.get(rc, 0) * 2 <= most)
         return bool(able != rows or self.scarce or self.member_of is not None
-                    or self.root_required or self.root_forbidden)
+                    or self.root_required or self.root_forbidden
+                    or self.required)
 
     def shape(self):
         """What the statement's structure depends on (not its values)."""
@@ -181,7 +188,8 @@ class Narrowing:
             sharing=self.sharing_trait is not None,
             member_of=self.member_of is not None,
             root_required=len(self.root_required),
-            root_forbidden=bool(self.root_forbidden))
+            root_forbidden=bool(self.root_forbidden),
+            required=len(self.required))
 
     def params(self):
         params = _class_params(sorted(self.amounts.items()))
@@ -190,6 +198,8 @@ class Narrowing:
                       root_forbidden=sorted(self.root_forbidden))
         for i, trait in enumerate(sorted(self.root_required)):
             params['root_required_%d' % i] = trait
+        for i, any_of in enumerate(self.required):
+            params['required_%d' % i] = sorted(any_of)
         return params
 
 
@@ -206,7 +216,7 @@ def _class_params(resources):
 
 _Shape = collections.namedtuple(
     '_Shape', 'classes scarce sharing member_of root_required '
-              'root_forbidden')
+              'root_forbidden required')
 
 
 def _fits(inv, classes, rc=None):
@@ -272,6 +282,7 @@ def _tree_usable(shape, root):
             sa.select(_RPT.c.resource_provider_id)
             .where(_RPT.c.trait_id.in_(
                 sa.bindparam('root_forbidden', expanding=True)))))
+    tree.extend(_holds(shape, root, i) for i in range(shape.required))
     return tree
 
 
@@ -289,15 +300,41 @@ def _offers(shape, root, i):
         return offers
     sharer = (sa.select(inv.c.resource_provider_id)
               .where(_fits(inv, [i]), _sharing(inv.c.resource_provider_id)))
+    return sa.or_(offers, _served(root, sharer))
+
+
+def _holds(shape, root, i):
+    """A provider of the tree of ``root`` has one of the traits of
+    required set ``i``, or a sharing provider the tree shares with has.
+    """
+    link = _RPT.alias('holder_trait')
+    rp = _RP.alias('holder_rp')
+    traits = sa.bindparam('required_%d' % i, expanding=True)
+    holds = root.in_(
+        sa.select(rp.c.root_provider_id)
+        .select_from(link.join(rp, rp.c.id == link.c.resource_provider_id))
+        .where(link.c.trait_id.in_(traits)))
+    if not shape.sharing:
+        return holds
+    sharer = (sa.select(link.c.resource_provider_id)
+              .where(link.c.trait_id.in_(traits),
+                     _sharing(link.c.resource_provider_id)))
+    return sa.or_(holds, _served(root, sharer))
+
+
+def _served(root, sharers):
+    """The tree of ``root`` has a provider in an aggregate of one of the
+    providers ``sharers`` selects.
+    """
     mine = _RPA.alias('sharer_agg')
     peer = _RPA.alias('peer_agg')
     peer_rp = _RP.alias('peer_rp')
-    served = (sa.select(peer_rp.c.root_provider_id).select_from(
-        peer.join(peer_rp, peer_rp.c.id == peer.c.resource_provider_id))
+    return root.in_(
+        sa.select(peer_rp.c.root_provider_id).select_from(
+            peer.join(peer_rp, peer_rp.c.id == peer.c.resource_provider_id))
         .where(peer.c.aggregate_id.in_(
             sa.select(mine.c.aggregate_id)
-            .where(mine.c.resource_provider_id.in_(sharer)))))
-    return sa.or_(offers, root.in_(served))
+            .where(mine.c.resource_provider_id.in_(sharers)))))
 
 
 def _used():
@@ -366,6 +403,8 @@ def _inventory_statement(dialect, shape, selection, within):
              .where(rc.in_(rc_ids)))
     if selection == USABLE:
         query = query.where(_usable(shape, _INV, _RP, rc))
+    elif selection == FIT:
+        query = query.where(_fits(_INV, range(shape.classes), rc))
     elif selection == UNFIT:
         query = query.where(sa.not_(_fits(_INV, range(shape.classes), rc)))
     if within is not None:

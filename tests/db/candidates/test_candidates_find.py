@@ -355,6 +355,14 @@ _NARROWED_QUERIES = [
     'resources_N=VCPU:1&required_H=HW_NUMA_ROOT&same_subtree=_N,_H'
     '&group_policy=isolate',
     'resources=VCPU:99999999999',
+    'resources=VCPU:1,DISK_GB:10&required=CUSTOM_GOLD',
+    'resources=VCPU:1,DISK_GB:100&required=CUSTOM_MAINT',
+    'resources=VCPU:1,MEMORY_MB:512&required=in:CUSTOM_GOLD,HW_NUMA_ROOT'
+    '&required=!CUSTOM_MAINT',
+    'resources=DISK_GB:10&resources_C=VCPU:1&required_C=HW_NUMA_ROOT'
+    '&group_policy=none',
+    'resources_C=VCPU:1&required_M=HW_NUMA_ROOT&same_subtree=_C,_M'
+    '&group_policy=none',
 ]
 
 
