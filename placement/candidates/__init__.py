@@ -105,6 +105,9 @@ def _find(conn, request, settings):
             raise exception.Invalid(
                 'Invalid resource class in resources parameter: %s' % unknown)
         raise exception.Invalid(str(unknown))
+    if any(need.lost for need in needs):
+        # A group confined to a tree that does not exist is never met.
+        return Result([], {})
     wanted = _enough(request, settings)
     universe = load_universe(conn, request, needs, names,
                              inventories=wanted is None)

@@ -241,6 +241,16 @@ def test_nothing_found_before_the_unknown_name(cloud, find, query):
     assert find(query).candidates == []
 
 
+def test_group_in_an_unknown_tree_finds_nothing(cloud, find):
+    unknown = str(uuidlib.uuid4())
+    assert find('resources=VCPU:1&in_tree=%s' % unknown).candidates == []
+    assert find('resources=VCPU:1&resources1=DISK_GB:1&in_tree1=%s'
+                '&group_policy=none' % unknown).candidates == []
+    # Unknown names are still reported first.
+    with pytest.raises(exception.Invalid):
+        find('resources=NOPE:1&in_tree=%s' % unknown)
+
+
 def test_matching_providers(cloud, backend):
     def match(**fields):
         group = candidates_request.Group(**fields)
