@@ -114,15 +114,17 @@ class Universe:
         self.root[provider] = root
         self.aggregates[provider].add(aggregate)
 
-    @staticmethod
-    def fits(inv, amount):
-        """Whether one request of ``amount`` fits, with upstream's SQL
+    def fitting(self, rc, amount, tree=None):
+        """The rows of class ``rc`` (of the tree rooted at ``tree``, if
+        given) one request of ``amount`` fits, with upstream's SQL
         arithmetic (the database's view of the ratio).
         """
-        return (inv.used + amount
+        return [inv for inv in self.rows(rc)
+                if inv.used + amount
                 <= (inv.total - inv.reserved) * inv.sql_ratio
                 and inv.min_unit <= amount <= inv.max_unit
-                and inv.step_size > 0 and amount % inv.step_size == 0)
+                and inv.step_size > 0 and amount % inv.step_size == 0
+                and (tree is None or inv.root == tree)]
 
     def room(self, provider, rc):
         """Most that all groups together may take from one inventory."""
@@ -207,9 +209,8 @@ def matching(universe, need, among=None):
     if need.resources:
         found = None
         for rc, amount in need.resources:
-            fit = {inv.provider for inv in universe.rows(rc)
-                   if (need.tree is None or inv.root == need.tree)
-                   and universe.fits(inv, amount)}
+            fit = {inv.provider
+                   for inv in universe.fitting(rc, amount, need.tree)}
             found = fit if found is None else found & fit
     elif among is not None:
         found = set(among)
@@ -244,40 +245,40 @@ def spread_options(universe, need, anchor_ok):
     """
     if need.lost:
         return {}
-    by_class = {}
-    fits, traits, sharing = universe.fits, universe.traits, universe.sharing
+    traits, aggregates = universe.traits, universe.aggregates
+    sharing, share_anchors = universe.sharing, universe.share_anchors
     forbidden, member_of = need.forbidden, need.member_of
+    forbidden_aggs = need.forbidden_aggs
     # Sharing providers also serve other trees, but not within in_tree.
     spreads = need.tree is None
+    # Whether a root may anchor, worked out once per root: each tree has
+    # a row of most classes.
+    anchors_ok = {}
+    by_class = {}
     for rc, amount in need.resources:
         options = collections.defaultdict(dict)
-        for inv in universe.rows(rc):
-            if need.tree is not None and inv.root != need.tree:
-                continue
-            if not fits(inv, amount):
-                continue
+        for inv in universe.fitting(rc, amount, need.tree):
             provider = inv.provider
             if forbidden and traits.get(provider, _NONE) & forbidden:
                 continue
-            if _excluded(universe, need, provider):
+            if forbidden_aggs and aggregates.get(provider, _NONE) & (
+                    forbidden_aggs):
                 continue
             member = not member_of or _member(universe, provider, member_of)
             anchors = (inv.root,)
             if spreads and member and provider in sharing:
-                anchors += tuple(sorted(universe.share_anchors[provider]))
+                anchors += tuple(sorted(share_anchors[provider]))
             for anchor in anchors:
-                if not anchor_ok(anchor) or _excluded(universe, need, anchor):
-                    continue
-                if member or _member(universe, anchor, member_of):
+                ok = anchors_ok.get(anchor)
+                if ok is None:
+                    ok = anchors_ok[anchor] = anchor_ok(anchor) and not (
+                        forbidden_aggs and aggregates.get(anchor, _NONE)
+                        & forbidden_aggs)
+                if ok and (member or _member(universe, anchor, member_of)):
                     options[anchor][provider] = None
         by_class[rc] = {anchor: sorted(providers)
                         for anchor, providers in options.items()}
     return by_class
-
-
-def _excluded(universe, need, provider):
-    return bool(need.forbidden_aggs and (
-        universe.aggregates.get(provider, _NONE) & need.forbidden_aggs))
 
 
 Slot = collections.namedtuple('Slot', 'group rc')

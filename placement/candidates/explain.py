@@ -676,7 +676,7 @@ class _Explainer:
 
 def _inventory_reasons(inv, name, amount, suffix):
     """What in one inventory refuses ``amount``: the checks of
-    ``engine.Universe.fits`` and of the engine's room, one by one.
+    ``engine.Universe.fitting`` and of the engine's room, one by one.
     """
     label = _group_label(suffix)
     reasons = []
