@@ -18,6 +18,8 @@ from placement.schemas import allocation_candidate as schema
 blueprint = flask.Blueprint('allocation_candidates', __name__)
 
 
+# There are as many requests and summaries as candidates and providers
+# in their trees: each view builds its body in one go.
 def _request_as_list(candidate):
     """1.10-1.11: a list of {resource_provider, resources}."""
     return {'allocations': [
@@ -34,9 +36,10 @@ def _request_as_dict(candidate):
 
 def _request_with_mappings(candidate):
     """1.34+: which providers satisfy which group."""
-    body = _request_as_dict(candidate)
-    body['mappings'] = candidate.mappings
-    return body
+    allocations, mappings = candidate
+    return {'allocations': {uuid: {'resources': resources}
+                            for uuid, resources in allocations.items()},
+            'mappings': mappings}
 
 
 _REQUEST_VIEW = {
@@ -46,25 +49,19 @@ _REQUEST_VIEW = {
 }
 
 
-# Each summary view extends the one of the version before in place: there
-# are as many summaries as providers in the candidates' trees.
 def _summary(summary):
-    return {'resources': {
-        rc: {'capacity': capacity, 'used': used}
-        for rc, (capacity, used) in summary.resources.items()}}
+    return {'resources': summary.resources}
 
 
 def _summary_with_traits(summary):
-    body = _summary(summary)
-    body['traits'] = summary.traits
-    return body
+    return {'resources': summary.resources, 'traits': summary.traits}
 
 
 def _summary_in_tree(summary):
-    body = _summary_with_traits(summary)
-    body['parent_provider_uuid'] = summary.parent_uuid
-    body['root_provider_uuid'] = summary.root_uuid
-    return body
+    resources, traits, parent_uuid, root_uuid = summary
+    return {'resources': resources, 'traits': traits,
+            'parent_provider_uuid': parent_uuid,
+            'root_provider_uuid': root_uuid}
 
 
 _SUMMARY_VIEW = {

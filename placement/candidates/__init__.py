@@ -53,8 +53,8 @@ Candidate.__doc__ = (
 
 Summary = collections.namedtuple(
     'Summary', 'resources traits parent_uuid root_uuid')
-Summary.__doc__ = ('A provider of a candidate\'s tree: {class: (capacity, '
-                   'used)}, trait names, parent and root uuids.')
+Summary.__doc__ = ('A provider of a candidate\'s tree: {class: {"capacity": '
+                   'c, "used": u}}, trait names, parent and root uuids.')
 
 
 @dataclasses.dataclass
@@ -533,13 +533,16 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     summarised = {row[0] for row in members}
     for (provider, rc), inv in inventory.items():
         if provider in summarised:
-            resources[provider][class_name[rc]] = (engine.capacity(
-                inv.total, inv.reserved, inv.ratio), inv.used)
+            resources[provider][class_name[rc]] = {
+                'capacity': engine.capacity(inv.total, inv.reserved,
+                                            inv.ratio),
+                'used': inv.used}
     if request.every_class:
         for provider, name, total, reserved, ratio, used in (
                 sql.provider_inventories(conn, trees, shown, class_name)):
-            resources[provider][name] = (
-                engine.capacity(total, reserved, ratio), int(used))
+            resources[provider][name] = {
+                'capacity': engine.capacity(total, reserved, ratio),
+                'used': int(used)}
     traits = collections.defaultdict(list)
     for provider, name in sql.provider_traits(conn, trees, shown):
         traits[provider].append(name)

@@ -139,7 +139,8 @@ def test_candidates_and_summaries(cloud, find):
     assert set(summaries) == {cloud.uuids[n] for n in (
         'cn1', 'numa0', 'numa1', 'cn2', 'ss')}
     cn2 = summaries[cloud.uuids['cn2']]
-    assert cn2.resources == {'VCPU': (16, 3), 'MEMORY_MB': (3072, 0)}
+    assert cn2.resources == {'VCPU': {'capacity': 16, 'used': 3},
+                             'MEMORY_MB': {'capacity': 3072, 'used': 0}}
     numa0 = summaries[cloud.uuids['numa0']]
     assert numa0.parent_uuid == cloud.uuids['cn1']
     assert numa0.root_uuid == cloud.uuids['cn1']
@@ -161,7 +162,7 @@ def test_summaries_before_nesting(cloud, find):
     assert set(result.summaries) == {cloud.uuids[n] for n in (
         'numa0', 'numa1', 'cn2', 'ss')}
     assert result.summaries[cloud.uuids['cn2']].resources == {
-        'VCPU': (16, 3)}
+        'VCPU': {'capacity': 16, 'used': 3}}
 
 
 def test_limited_summaries_before_nesting(cloud, find):
