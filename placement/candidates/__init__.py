@@ -128,7 +128,7 @@ def _find(conn, request, settings):
     generated = list(stream)
     plan = planned.plan
     chosen = _select(iter(generated), request.limit, settings.randomize)
-    used = set().union(*(plan.providers(c) for _anchor, c in generated))
+    used = plan.providers_used(c for _anchor, c in generated)
     return _result(conn, request, plan, names, chosen, used)
 
 
@@ -500,7 +500,7 @@ def _result(conn, request, plan, names, chosen, generated_used=None):
     if not chosen:
         return Result([], {})
     universe = plan.universe
-    used = set().union(*(plan.providers(c) for _anchor, c in chosen))
+    used = plan.providers_used(c for _anchor, c in chosen)
     mapped = {p for _anchor, providers in chosen for p in providers}
     roots = {universe.root[p] for p in used}
     if request.nested:

@@ -418,10 +418,13 @@ class Plan:
             return allocations, mappings
         return shape
 
-    def providers(self, chosen):
-        """The providers a candidate takes resources from."""
-        return {provider for amounts, provider
-                in zip(self.slot_amounts, chosen) if amounts}
+    def providers_used(self, candidates):
+        """The providers the candidates (providers per slot) take
+        resources from.
+        """
+        giving = [level for level, amounts in enumerate(self.slot_amounts)
+                  if amounts]
+        return {chosen[level] for chosen in candidates for level in giving}
 
 
 class _Walk:
@@ -543,7 +546,7 @@ class _Walk:
         """Before nested providers (1.29) a candidate could not combine
         providers of one tree.
         """
-        providers = self.plan.providers(chosen)
+        providers = self.plan.providers_used((chosen,))
         roots = {self.plan.universe.root[p] for p in providers}
         return len(roots) == len(providers)
 
