@@ -547,10 +547,9 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     for provider, name in sql.provider_traits(conn, trees, shown):
         traits[provider].append(name)
     return {
-        uuid[provider]: Summary(
-            resources=resources[provider], traits=traits[provider],
-            parent_uuid=uuid.get(parent), root_uuid=uuid.get(root))
-        for provider, _uuid, parent, root in members}
+        provider_uuid: Summary(resources[provider], traits[provider],
+                               uuid.get(parent), uuid.get(root))
+        for provider, provider_uuid, parent, root in members}
 
 
 def _summarised_inventory(conn, universe, rc_ids, trees, shown):
