@@ -385,7 +385,8 @@ def test_narrowing_changes_no_answer(data, find, monkeypatch, seed):
     _random_cloud(data, seed)
     asked = [(q.format(**data.uuids), (1, 39)) for q in _NARROWED_QUERIES]
     # Before nested providers, summaries cover other providers.
-    asked += [(q, (1, 28)) for q in _NARROWED_QUERIES[:4]]
+    asked += [(q, (1, 28)) for q in _NARROWED_QUERIES[:4]
+              + _NARROWED_QUERIES[15:17]]
     narrowed = [find(query, version) for query, version in asked]
     monkeypatch.setattr(candidates.sql.Narrowing, 'survey',
                         lambda self, conn: False)
