@@ -544,8 +544,10 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
                 'capacity': engine.capacity(total, reserved, ratio),
                 'used': int(used)}
     traits = collections.defaultdict(list)
-    for provider, name in sql.provider_traits(conn, trees, shown):
-        traits[provider].append(name)
+    held = sql.provider_traits(conn, trees, shown)
+    name = sql.trait_names(conn, {trait for _provider, trait in held})
+    for provider, trait in held:
+        traits[provider].append(name[trait])
     return {
         provider_uuid: Summary(resources[provider], traits[provider],
                                uuid.get(parent), uuid.get(root))

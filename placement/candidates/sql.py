@@ -643,7 +643,7 @@ def _provider_inventories_statement(dialect, key):
 
 
 def provider_traits(conn, roots=(), provider_ids=()):
-    """(provider, trait name) in the trees rooted at ``roots`` and of
+    """(provider, trait id) in the trees rooted at ``roots`` and of
     ``provider_ids``, in trait id order for each provider.
     """
     return _of_providers(conn, _provider_traits_statement, roots,
@@ -652,12 +652,23 @@ def provider_traits(conn, roots=(), provider_ids=()):
 
 @functools.lru_cache(maxsize=16)
 def _provider_traits_statement(dialect, key):
-    return (sa.select(_RPT.c.resource_provider_id, _TRAIT.c.name)
+    # Ids, not names: a few traits recur on thousands of rows.
+    return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id)
             .select_from(
-                _RPT.join(_TRAIT, _TRAIT.c.id == _RPT.c.trait_id)
-                .join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
+                _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
             .where(id_list.among(_RP.c[key], dialect))
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
+
+
+def trait_names(conn, trait_ids):
+    """{id: name} of ``trait_ids``."""
+    if not trait_ids:
+        return {}
+    return dict(conn.execute(_TRAIT_NAMES, {'ids': sorted(trait_ids)}).all())
+
+
+_TRAIT_NAMES = sa.select(_TRAIT.c.id, _TRAIT.c.name).where(
+    _TRAIT.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
 def _of_providers(conn, statement, roots, provider_ids, **params):
