@@ -333,7 +333,8 @@ class _Planned:
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
         # The trees (and the sharing providers) are of use already: of
-        # their rows only those able to give an amount are.
+        # the sharing providers' rows only those able to give an amount
+        # are; the trees' rows are read whole, the summaries show them.
         roots = sql.usable_roots(conn, universe.narrowing)
         # Sharing providers serve trees of every batch.
         universe.add_inventories(sql.inventories(
@@ -352,7 +353,8 @@ class _Planned:
             upto = batch[-1] if end < len(roots) else None
             universe.new_batch()
             universe.add_inventories(sql.inventories(
-                conn, rc_ids, universe.narrowing, sql.FIT, roots=batch))
+                conn, rc_ids, universe.narrowing, sql.ALL, roots=batch))
+            universe.complete_trees.update(batch)
             plan = self._make(self._batch_filter(after, upto))
             yield from plan.candidates(seen=seen)
             if upto is None:
@@ -558,15 +560,16 @@ def _summarised_inventory(conn, universe, rc_ids, trees, shown):
     """The requested classes' inventories of ``trees`` and ``shown``,
     with the rows the narrowing left out read now: in trees known to have
     passed it (a row of a provider not sharing came in), the unfit ones;
-    elsewhere all.
+    elsewhere all; nothing in trees read whole.
     """
     if universe.narrowing is None:
         return universe.inventory
     inventory = dict(universe.inventory)
     passed = {inv.root for inv in inventory.values()
               if inv.provider not in universe.sharing}
-    reads = [(sql.UNFIT, {'roots': trees & passed}),
-             (sql.ALL, {'roots': trees - passed}),
+    unread = trees - universe.complete_trees
+    reads = [(sql.UNFIT, {'roots': unread & passed}),
+             (sql.ALL, {'roots': unread - passed}),
              (sql.ALL, {'provider_ids': shown})]
     for selection, where in reads:
         if any(where.values()):

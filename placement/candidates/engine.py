@@ -69,6 +69,9 @@ class Universe:
         self.requested_classes = set()
         self.roots = None
         self.narrowing = None
+        # Roots of the trees whose rows of those classes were all read,
+        # whatever the narrowing.
+        self.complete_trees = set()
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry = {}
