@@ -254,6 +254,8 @@ def spread_options(universe, need, anchor_ok):
     forbidden_aggs = need.forbidden_aggs
     # Sharing providers also serve other trees, but not within in_tree.
     spreads = need.tree is None
+    members = {provider for provider in universe.aggregates
+               if _member(universe, provider, member_of)}
     # Whether a root may anchor, worked out once per root: each tree has
     # a row of most classes.
     anchors_ok = {}
@@ -267,7 +269,7 @@ def spread_options(universe, need, anchor_ok):
             if forbidden_aggs and aggregates.get(provider, _NONE) & (
                     forbidden_aggs):
                 continue
-            member = not member_of or _member(universe, provider, member_of)
+            member = not member_of or provider in members
             anchors = (inv.root,)
             if spreads and member and provider in sharing:
                 anchors += tuple(sorted(share_anchors[provider]))
@@ -277,7 +279,7 @@ def spread_options(universe, need, anchor_ok):
                     ok = anchors_ok[anchor] = anchor_ok(anchor) and not (
                         forbidden_aggs and aggregates.get(anchor, _NONE)
                         & forbidden_aggs)
-                if ok and (member or _member(universe, anchor, member_of)):
+                if ok and (member or anchor in members):
                     options[anchor][provider] = None
         by_class[rc] = {anchor: sorted(providers)
                         for anchor, providers in options.items()}
