@@ -254,8 +254,11 @@ def spread_options(universe, need, anchor_ok):
     forbidden_aggs = need.forbidden_aggs
     # Sharing providers also serve other trees, but not within in_tree.
     spreads = need.tree is None
-    members = {provider for provider in universe.aggregates
-               if _member(universe, provider, member_of)}
+    # Providers in an aggregate of every member_of set, when there are.
+    members = set()
+    if member_of:
+        members = {provider for provider in universe.aggregates
+                   if _member(universe, provider, member_of)}
     # Whether a root may anchor, worked out once per root: each tree has
     # a row of most classes.
     anchors_ok = {}
