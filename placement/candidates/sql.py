@@ -102,8 +102,7 @@ _BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
 
 # What sql.inventories reads of the requested classes' rows.
 USABLE = 'usable'   # those the Narrowing keeps
-FIT = 'fit'         # those some group could take its amount from: what
-                    # it keeps of trees already known to be of use
+FIT = 'fit'         # those some group could take its amount from
 UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
 
