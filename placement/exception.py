@@ -21,5 +21,10 @@ class Invalid(PlacementError):
     pass
 
 
+# Upstream's words for a write that lost a race with another one.
+DATA_CHANGED = ('Another thread concurrently updated the data. Please retry '
+                'your update')
+
+
 class ConcurrentUpdate(PlacementError):
     """A generation check failed: someone else changed the object."""

@@ -20,7 +20,9 @@ Backends
     (shared by every test of the session on that backend).
 
     Tests that do not care about the database run on SQLite only when marked
-    ``@pytest.mark.sqlite_only`` (or with ``pytestmark`` for a module).
+    ``@pytest.mark.sqlite_only`` (or with ``pytestmark`` for a module);
+    ``@pytest.mark.backends('mysql', 'postgresql')`` runs a test on those
+    of the selected backends only (e.g. where SQLite has nothing to test).
     Data can be set up directly with ``backend.engine`` where no API exists.
 
 Configuration and application
@@ -86,6 +88,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'sqlite_only: run a backend-using test on SQLite only')
     config.addinivalue_line(
+        'markers', 'backends(*names): run a backend-using test on those '
+        'of the selected backends only')
+    config.addinivalue_line(
         'markers', 'integration: runs real servers (Apache, gunicorn, '
         'Keystone); deselect with -m "not integration"')
 
@@ -115,10 +120,12 @@ def _selected_backends():
 def pytest_generate_tests(metafunc):
     if 'backend' not in metafunc.fixturenames:
         return
+    backends = list(_selected_backends())
     if metafunc.definition.get_closest_marker('sqlite_only'):
         backends = ['sqlite']
-    else:
-        backends = list(_selected_backends())
+    only = metafunc.definition.get_closest_marker('backends')
+    if only:
+        backends = [name for name in backends if name in only.args]
     metafunc.parametrize('backend', backends, indirect=True)
 
 

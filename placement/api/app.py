@@ -26,6 +26,7 @@ from placement.api import wsgi
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard
+from placement import exception
 from placement import policy
 
 LOG = logging.getLogger(__name__)
@@ -123,10 +124,13 @@ class _Database:
         if not self._synced:
             with self._lock:
                 if not self._synced:
-                    with self._engine.begin() as connection:
-                        standard.sync_standard(connection)
+                    db_engine.retry_on_transient(self._sync)
                     self._synced = True
         return self._engine
+
+    def _sync(self):
+        with self._engine.begin() as connection:
+            standard.sync_standard(connection)
 
 
 def _finish_response(response):
@@ -180,11 +184,17 @@ def _database_error(exc):
         LOG.warning('Rejected input the database cannot store: %s', exc.orig)
         return _render_error(errors.BadRequest(
             'Invalid input: a value does not fit the database.'))
-    if db_engine.is_unreachable(exc):
+    if db_engine.is_conflict(exc):
+        # Retried as often as configured, and still colliding.
+        LOG.warning('Giving up on a write that kept colliding: %s', exc.orig)
+        return _render_error(errors.Conflict(
+            exception.DATA_CHANGED, code=errors.CONCURRENT_UPDATE))
+    if db_engine.is_unreachable(exc) or db_engine.is_transient(exc):
         LOG.error('Database unreachable: %s', exc.orig)
         return _render_error(errors.ServiceUnavailable(
             'The placement database is unavailable.'))
     return _unexpected(exc)
+
 
 
 def _unexpected(exc):

@@ -33,8 +33,7 @@ class ConcurrentUpdate(exception.ConcurrentUpdate):
     """Someone else rewrote or removed the consumer since we read it."""
 
     def __init__(self):
-        super().__init__('Another thread concurrently updated the data. '
-                         'Please retry your update')
+        super().__init__(exception.DATA_CHANGED)
 
 
 def get_many(conn, uuids):

@@ -26,14 +26,16 @@ _CONNECT_TIMEOUT = 5
 _SQLITE_BUSY_TIMEOUT_MS = 30000
 
 # MySQL/MariaDB server and client error numbers.
-_MYSQL_TRANSIENT = {
-    1205,  # lock wait timeout
-    1213,  # deadlock, also how Galera reports a certification failure
-    1047,  # Galera node not ready (WSREP has not yet prepared node)
+_MYSQL_DISCONNECT = {
     1927,  # MariaDB: connection was killed
     2006,  # server has gone away
     2013,  # lost connection during query
     4031,  # MariaDB: disconnected for inactivity
+}
+_MYSQL_TRANSIENT = _MYSQL_DISCONNECT | {
+    1205,  # lock wait timeout
+    1213,  # deadlock, also how Galera reports a certification failure
+    1047,  # Galera node not ready (WSREP has not yet prepared node)
 }
 _MYSQL_UNREACHABLE = {
     1040,  # too many connections
@@ -91,8 +93,27 @@ def create_engine(conf):
 
 
 def is_transient(exc):
-    """True if re-running the whole transaction may well succeed."""
-    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+    """True if re-running the whole transaction may well succeed.
+
+    The whole chain of ``exc`` counts: a deadlock or Galera certification
+    failure inside a savepoint makes MariaDB roll back the transaction,
+    and the ROLLBACK TO SAVEPOINT that follows fails in turn (1305), with
+    the deadlock as its context.
+    """
+    return any(_is_transient_one(link) for link in _chain(exc))
+
+
+def is_conflict(exc):
+    """True if ``exc`` is transient because writers collided (a deadlock,
+    lock wait timeout, certification or serialization failure, SQLite
+    busy), not because the connection broke.
+    """
+    return any(_is_transient_one(link) and not _is_disconnect(link)
+               for link in _chain(exc))
+
+
+def _is_transient_one(exc):
+    if _is_disconnect(exc):
         return True
     orig = _dbapi_error(exc)
     if orig is None:
@@ -103,6 +124,21 @@ def is_transient(exc):
     if getattr(orig, 'pgcode', None) in _PG_TRANSIENT:
         return True
     return _is_sqlite_busy(orig)
+
+
+def _is_disconnect(exc):
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return _mysql_code(_dbapi_error(exc)) in _MYSQL_DISCONNECT
+
+
+def _chain(exc):
+    """``exc`` and the exceptions it was raised from or while handling."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
 
 # Text the table's character set cannot hold (a utf8mb3 table adopted from
@@ -134,8 +170,21 @@ def is_unreachable(exc):
             and exc.statement is None)
 
 
-def retry_on_transient(fn, attempts=5, base_delay=0.05):
-    """Call ``fn()`` and return its result, re-running it on transient errors.
+# Attempts of a unit of work that keeps meeting transient errors.
+TRANSIENT_ATTEMPTS = 5
+# Backoff before attempt n+1: d = min(_MAX_DELAY, _BASE_DELAY * 2**(n-1))
+# seconds, half of it fixed and half random, so that writers who
+# collided spread out instead of colliding again in lockstep.
+_BASE_DELAY = 0.05
+_MAX_DELAY = 1.0
+
+
+def retry_on_transient(fn, attempts=TRANSIENT_ATTEMPTS, retry_also=(),
+                       on_retry=None):
+    """Call ``fn()`` and return its result, re-running it on transient
+    errors and on the exception types ``retry_also``, up to ``attempts``
+    calls in all; then the last error is raised. ``on_retry(exc)`` is
+    told of each re-run.
 
     ``fn`` must be a whole unit of work that opens and commits its own
     transaction, so that a re-run starts again from fresh data.
@@ -143,12 +192,16 @@ def retry_on_transient(fn, attempts=5, base_delay=0.05):
     for attempt in range(1, attempts + 1):
         try:
             return fn()
-        except sa_exc.DBAPIError as exc:
-            if attempt == attempts or not is_transient(exc):
+        except Exception as exc:  # noqa: BLE001 (classified right below)
+            if attempt >= attempts or not (isinstance(exc, retry_also)
+                                           or is_transient(exc)):
                 raise
-            delay = base_delay * 2 ** (attempt - 1) * random.uniform(1, 2)
-            LOG.warning('Transient database error (attempt %d/%d), retrying '
-                        'in %.2fs: %s', attempt, attempts, delay, exc.orig)
+            if on_retry is not None:
+                on_retry(exc)
+            delay = min(_MAX_DELAY, _BASE_DELAY * 2 ** (attempt - 1))
+            delay = random.uniform(delay / 2, delay)
+            LOG.info('Transient error (attempt %d/%d), retrying in %.2fs: '
+                     '%s', attempt, attempts, delay, _dbapi_error(exc) or exc)
             time.sleep(delay)
 
 

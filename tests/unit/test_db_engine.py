@@ -195,6 +195,58 @@ def test_not_transient(exc):
     assert not db_engine.is_transient(exc)
 
 
+def _raised_while_handling(first, second):
+    """``second`` as Python raises it in an ``except`` block for ``first``
+    (a failed ROLLBACK TO SAVEPOINT after a deadlock, say).
+    """
+    try:
+        try:
+            raise first
+        except type(first):
+            raise second
+    except type(second) as exc:
+        return exc
+
+
+def test_a_deadlock_behind_a_lost_savepoint_is_transient():
+    """MariaDB rolls the whole transaction back on a deadlock or Galera
+    certification failure, so the savepoint rollback that follows fails
+    with 1305: the deadlock in its context decides.
+    """
+    exc = _raised_while_handling(
+        _wrap(pymysql.err.OperationalError(1213, 'Deadlock found')),
+        _wrap(pymysql.err.OperationalError(
+            1305, 'SAVEPOINT sa_savepoint_1 does not exist'),
+            statement='ROLLBACK TO SAVEPOINT sa_savepoint_1'))
+    assert db_engine.is_transient(exc)
+    assert db_engine.is_conflict(exc)
+    lone = _wrap(pymysql.err.OperationalError(1305, 'SAVEPOINT x does not '
+                                                    'exist'))
+    assert not db_engine.is_transient(lone)
+
+
+def test_a_lost_connection_is_transient_but_no_conflict():
+    exc = _wrap(pymysql.err.OperationalError(2013, 'Lost connection'))
+    assert db_engine.is_transient(exc)
+    assert not db_engine.is_conflict(exc)
+    assert db_engine.is_conflict(_wrap(_pg_error('40001')))
+
+
+def test_retry_on_transient_also_retries_what_it_is_told(monkeypatch):
+    monkeypatch.setattr(db_engine.time, 'sleep', lambda _: None)
+    failures = [KeyError('changed')] * 2
+    retried = []
+
+    def unit_of_work():
+        if failures:
+            raise failures.pop()
+        return 'done'
+
+    assert db_engine.retry_on_transient(
+        unit_of_work, retry_also=KeyError, on_retry=retried.append) == 'done'
+    assert len(retried) == 2
+
+
 def test_disconnect_is_transient():
     exc = _wrap(psycopg2.OperationalError('server closed the connection'))
     exc.connection_invalidated = True
