@@ -4,8 +4,6 @@ allocations; /allocations (1.13): replace those of many consumers at once;
 """
 import contextlib
 import logging
-import random
-import time
 import uuid as uuidlib
 
 import flask
@@ -17,6 +15,7 @@ from placement.api import microversion
 from placement.api import wsgi
 from placement.db import allocation as alloc_db
 from placement.db import consumer as consumer_db
+from placement.db import engine as db_engine
 from placement.db import resource_provider as rp_db
 from placement import exception
 from placement.policies import allocation as policies
@@ -44,29 +43,39 @@ _PROVIDER_CONSUMER_FIELDS = {
 # The reason given when retries ran out on a provider that kept changing.
 PROVIDER_CHANGED = ('Another thread concurrently updated the resource '
                     'provider data. Please retry your update')
-# Longest pause (seconds, times the attempt number) before a retry, so
-# that writers who collided do not collide again in lockstep.
-_RETRY_JITTER = 0.005
 
 
 def write_retrying(fn, *args):
-    """``wsgi.write(fn, ...)``, re-run from scratch (fresh reads) while a
-    provider or consumer changes under it, up to ``[placement]
-    allocation_conflict_retry_count`` attempts in all; then the last
-    ConcurrentUpdate is raised.
+    """``wsgi.write(fn, ...)`` for allocation writes, which queue for the
+    providers they allocate from instead of failing when others write
+    them. What is left (a consumer changed under the request, deadlocks,
+    Galera certification failures) is re-run from scratch (fresh reads),
+    up to ``[placement] allocation_conflict_retry_count`` attempts in
+    all; then the last error is raised.
     """
     attempts = max(1, wsgi.conf().placement.allocation_conflict_retry_count)
-    for attempt in range(1, attempts + 1):
-        try:
-            return wsgi.write(fn, *args)
-        except exception.ConcurrentUpdate:
-            metrics.ALLOCATION_CONFLICTS.inc()
-            if attempt == attempts:
-                LOG.warning('Exceeded retry limit of %d on allocations '
-                            'write', attempts)
-                raise
-            metrics.ALLOCATION_RETRIES.inc()
-            time.sleep(random.uniform(0, _RETRY_JITTER * attempt))
+
+    def retried(_exc):
+        metrics.ALLOCATION_CONFLICTS.inc()
+        metrics.ALLOCATION_RETRIES.inc()
+
+    try:
+        return wsgi.write(fn, *args, attempts=attempts,
+                          retry_also=exception.ConcurrentUpdate,
+                          on_retry=retried)
+    except exception.ConcurrentUpdate:
+        _gave_up(attempts)
+        raise
+    except Exception as exc:
+        if not db_engine.is_conflict(exc):
+            raise
+        _gave_up(attempts)
+        raise exception.ConcurrentUpdate(PROVIDER_CHANGED) from exc
+
+
+def _gave_up(attempts):
+    metrics.ALLOCATION_CONFLICTS.inc()
+    LOG.warning('Exceeded retry limit of %d on allocations write', attempts)
 
 
 def changed_reason(exc):

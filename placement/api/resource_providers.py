@@ -195,7 +195,7 @@ def update_resource_provider(uuid):
     try:
         row = wsgi.write(
             rp_db.update, uuid, data['name'], parent,
-            reparent=microversion.is_at_least(REPARENT_VERSION))
+            microversion.is_at_least(REPARENT_VERSION))
     except exception.NotFound as exc:
         raise errors.NotFound(str(exc))
     except exception.Invalid as exc:

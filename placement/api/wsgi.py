@@ -226,14 +226,18 @@ def read(fn, *args, **kwargs):
         return fn(connection, *args, **kwargs)
 
 
-def write(fn, *args, **kwargs):
-    """Run ``fn(connection, ...)`` in one transaction, retried from the
-    start when the database reports a deadlock or lost connection. On
-    SQLite the transaction waits for the write lock first, so that
-    concurrent writers (threads or processes) queue instead of failing.
+def write(fn, *args, attempts=db_engine.TRANSIENT_ATTEMPTS, retry_also=(),
+          on_retry=None):
+    """Run ``fn(connection, *args)`` in one transaction, retried from the
+    start when the database reports a deadlock, a certification failure
+    or a lost connection (see ``db_engine.retry_on_transient`` for
+    ``attempts``, ``retry_also`` and ``on_retry``). On SQLite the
+    transaction waits for the write lock first, so that concurrent writers
+    (threads or processes) queue instead of failing.
     """
     def attempt():
         with engine().begin() as connection:
             db_engine.claim_write_lock(connection)
-            return fn(connection, *args, **kwargs)
-    return db_engine.retry_on_transient(attempt)
+            return fn(connection, *args)
+    return db_engine.retry_on_transient(
+        attempt, attempts=attempts, retry_also=retry_also, on_retry=on_retry)

@@ -2,13 +2,16 @@
 
 Writing them keeps Placement's core promise: however many processes
 write at once, no request that increases the usage of a provider's
-resource class beyond its capacity commits. ``write`` bumps the
-generation of every provider it allocates from (a conditional UPDATE that
-holds the provider row until commit) BEFORE it reads usage, so any other
-writer of those providers either committed before the read, and is
-counted, or waits for this transaction and then finds the generation
-changed and starts over. On SQLite, whose writers take turns, wsgi.write
-claims the write lock first thing instead.
+resource class beyond its capacity commits. ``plan`` locks the rows of
+every provider a request allocates from, in one fixed order, BEFORE
+anything is written or usage is read: any other writer of those
+providers has either committed, and is counted, or waits for this
+transaction to end. Claims therefore queue for the providers they share
+instead of failing; each one bumps the generations of the providers it
+allocates from, as upstream does. On SQLite, whose writers take turns,
+wsgi.write claims the write lock first thing instead. (On a Galera
+cluster a row lock holds on its own node only: a writer on another node
+fails its certification instead, and the caller retries it.)
 
 A request names, per consumer, its complete new set of allocations: they
 replace whatever the consumer held. Failures raise (and so roll back the
@@ -19,8 +22,8 @@ caller's transaction) in upstream's order of checks:
 - exception.NotFound: an unknown resource class;
 - exception.Invalid: a class the provider has no inventory of, an amount
   breaking min_unit/max_unit/step_size, or capacity exceeded;
-- exception.ConcurrentUpdate: a provider or consumer changed under us (the
-  caller retries the whole transaction).
+- exception.ConcurrentUpdate: a consumer changed under us, or a provider
+  went away (the caller retries the whole transaction).
 """
 import collections
 import dataclasses
@@ -78,10 +81,11 @@ class ConsumerRequest:
 
 @dataclasses.dataclass
 class Plan:
-    """Requests whose consumers and providers have been checked."""
+    """What requests replace, read once their providers were locked."""
     requests: list
     consumers: dict  # uuid: existing consumer (see consumer.get_many)
-    providers: dict  # uuid: {'id', 'uuid', 'generation'}
+    providers: dict  # uuid: {'id', 'uuid', 'generation'}, locked
+    held: dict  # consumer uuid: [its allocations] (see _held)
 
 
 def for_consumer(conn, consumer_uuid):
@@ -155,29 +159,46 @@ def delete_for_consumer(conn, consumer_uuid):
 
 def write(conn, requests):
     """Replace the allocations of the requests' consumers, all or none."""
-    apply(conn, plan(conn, requests))
+    apply(conn, check(plan(conn, requests)))
 
 
-def plan(conn, requests):
-    """Check consumer generations and providers consumer by consumer, as
-    upstream does (GenerationConflict, UnknownProvider).
+def plan(conn, requests, also_lock=()):
+    """Read what the requests replace and lock the providers they write,
+    with those of ``also_lock`` (uuids) in the same go.
+
+    A request allocates from the providers it names; one that asks for
+    nothing releases what its consumer holds, bumping those providers.
     """
-    consumers = consumer_db.get_many(conn, [r.uuid for r in requests])
-    providers = _providers(
-        conn, {uuid for r in requests for uuid in r.resources})
+    uuids = [r.uuid for r in requests]
+    # Consumers before their allocations: a consumer rewritten after this
+    # read fails its generation bump later, so what is held stays true.
+    consumers = consumer_db.get_many(conn, uuids)
+    held = _held(conn, uuids)
+    written = set(also_lock)
     for request in requests:
+        written.update(request.resources or (
+            row['uuid'] for row in held.get(request.uuid, ())))
+    return Plan(requests, consumers, rp_db.lock(conn, written), held)
+
+
+def check(plan):
+    """Check consumer generations and providers consumer by consumer, as
+    upstream does (GenerationConflict, UnknownProvider); return the plan.
+    """
+    for request in plan.requests:
         if request.generation is not UNCHECKED:
             consumer_db.check_generation(
-                consumers.get(request.uuid), request.generation)
+                plan.consumers.get(request.uuid), request.generation)
         for provider_uuid in request.resources:
-            if provider_uuid not in providers:
+            if provider_uuid not in plan.providers:
                 raise UnknownProvider(provider_uuid)
-    return Plan(requests, consumers, providers)
+    return plan
 
 
 def apply(conn, plan, generations=None):
-    """Write a plan's allocations in the caller's transaction; return the
-    new generations of the providers allocated from ({id: generation}).
+    """Write a checked plan's allocations in the caller's transaction;
+    return the new generations of the providers allocated from ({id:
+    generation}).
 
     ``generations`` ({provider id: generation}) overrides what the plan
     read, for a caller that bumped some providers since (the reshaper).
@@ -186,27 +207,19 @@ def apply(conn, plan, generations=None):
     class_ids = rc_db.ids_by_name(conn, [
         name for r in requests for resources in r.resources.values()
         for name in resources])
-    held = _held(conn, [r.uuid for r in requests])
-    _save_consumers(conn, plan, held)
+    _save_consumers(conn, plan)
 
-    wanted = _wanted(plan, class_ids, held)
+    wanted = _wanted(plan, class_ids)
     if not wanted:
         return {}
-    touched = {item.provider['id']: item.provider for item in wanted}
-    known = {p['id']: p['generation'] for p in touched.values()}
-    known.update(generations or {})
-    # In id order, so that concurrent writers lock providers in the same
-    # order.
-    bumped = {
-        provider_id: rp_db.increment_generation(
-            conn, provider_id, known[provider_id])
-        for provider_id in sorted(touched)}
-
-    # The touched providers are ours until commit: usage read from here
-    # on cannot grow behind our back.
+    generations = generations or {}
+    bumped = rp_db.bump_generations(conn, {
+        item.provider['id']: generations.get(
+            item.provider['id'], item.provider['generation'])
+        for item in wanted})
     uuids = [r.uuid for r in requests]
     conn.execute(_ALLOC.delete().where(_ALLOC.c.consumer_id.in_(uuids)))
-    _check_capacity(conn, wanted, held)
+    _check_capacity(conn, wanted, plan.held)
     rows = [{'consumer_id': item.consumer, 'resource_provider_id':
              item.provider['id'], 'resource_class_id': item.class_id,
              'used': item.amount} for item in wanted if item.amount]
@@ -214,7 +227,7 @@ def apply(conn, plan, generations=None):
         conn.execute(_ALLOC.insert(), rows)
     # A consumer whose allocations are all gone goes with them.
     consumer_db.delete(conn, [r.uuid for r in requests
-                              if not r.resources and r.uuid in held])
+                              if not r.resources and r.uuid in plan.held])
     return bumped
 
 
@@ -226,14 +239,6 @@ class _Item:
     class_id: int
     class_name: str
     amount: int
-
-
-def _providers(conn, uuids):
-    if not uuids:
-        return {}
-    return {row['uuid']: dict(row) for row in conn.execute(
-        sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
-        .where(_RP.c.uuid.in_(uuids))).mappings()}
 
 
 def _held(conn, consumer_uuids):
@@ -252,7 +257,7 @@ def _held(conn, consumer_uuids):
     return held
 
 
-def _save_consumers(conn, plan, held):
+def _save_consumers(conn, plan):
     """Create or update the consumer rows: owners and generations.
 
     In uuid order, so that concurrent writers lock consumers in the same
@@ -277,11 +282,11 @@ def _save_consumers(conn, plan, held):
         if type_id is None:
             type_id = consumer['consumer_type_id']
         consumer_db.set_owner(conn, consumer, project_id, user_id, type_id)
-        if request.resources or request.uuid in held:
+        if request.resources or request.uuid in plan.held:
             consumer_db.increment_generation(conn, consumer)
 
 
-def _wanted(plan, class_ids, held):
+def _wanted(plan, class_ids):
     """The allocations to check and write, in upstream's order: each
     consumer's, provider by provider; a consumer asking for nothing
     contributes its current allocations with amount 0.
@@ -290,9 +295,9 @@ def _wanted(plan, class_ids, held):
     for request in plan.requests:
         if not request.resources:
             wanted.extend(
-                _Item(request.uuid, row, row['resource_class_id'],
-                      row['class_name'], 0)
-                for row in held.get(request.uuid, ()))
+                _Item(request.uuid, plan.providers[row['uuid']],
+                      row['resource_class_id'], row['class_name'], 0)
+                for row in plan.held.get(request.uuid, ()))
             continue
         for provider_uuid, resources in request.resources.items():
             provider = plan.providers[provider_uuid]

@@ -37,17 +37,18 @@ def reshape(conn, inventories, requests):
     {class name: complete record})}) and the allocation.ConsumerRequests
     ``requests``, all or nothing.
     """
+    # Every provider the reshape writes is locked first, in one go.
+    plan = alloc_db.plan(conn, requests, also_lock=inventories)
     providers = []
     for uuid, (generation, records) in inventories.items():
-        try:
-            provider = rp_db.get_by_uuid(conn, uuid)
-        except exception.NotFound as exc:
-            raise ProviderNotFound(uuid, exc) from None
+        provider = plan.providers.get(uuid)
+        if provider is None:
+            raise ProviderNotFound(uuid, rp_db.NOT_FOUND % uuid)
         if provider['generation'] != generation:
             raise ProviderGenerationConflict(
                 uuid, provider['generation'], generation)
         providers.append((provider, records))
-    plan = alloc_db.plan(conn, requests)
+    alloc_db.check(plan)
 
     generations = {}
     for provider, records in providers:

@@ -70,12 +70,14 @@ def _find(conn, uuid):
     return None if row is None else dict(row)
 
 
+NOT_FOUND = 'No resource provider with uuid %s found'
+
+
 def get_by_uuid(conn, uuid):
     """The provider row (with parent/root uuids) or NotFound."""
     row = _find(conn, uuid)
     if row is None:
-        raise exception.NotFound(
-            'No resource provider with uuid %s found' % uuid)
+        raise exception.NotFound(NOT_FOUND % uuid)
     return row
 
 
@@ -96,6 +98,41 @@ def increment_generation(conn, provider_id, expected_generation):
     if result.rowcount != 1:
         raise exception.ConcurrentUpdate(GENERATION_CONFLICT)
     return expected_generation + 1
+
+
+def lock(conn, uuids):
+    """{uuid: {'id', 'uuid', 'generation'}} of the providers among
+    ``uuids``, their rows locked until the caller's transaction ends.
+
+    Whoever else writes one of them has committed (and what it wrote is
+    seen from here on) or waits for this transaction: writers queue
+    instead of failing. Rows are locked in one order, uuid order, by
+    every caller that locks several, so that they cannot deadlock.
+    (SQLite has no row locks: its writers take the database's write lock
+    first.)
+    """
+    if not uuids:
+        return {}
+    rows = conn.execute(
+        sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
+        .where(_RP.c.uuid.in_(sorted(uuids)))
+        .order_by(_RP.c.uuid)
+        # PostgreSQL: FOR NO KEY UPDATE, which lets children be created.
+        .with_for_update(key_share=True)).mappings()
+    return {row['uuid']: dict(row) for row in rows}
+
+
+def bump_generations(conn, generations):
+    """Add one to the generation of the providers of ``generations`` ({id:
+    current generation}), which the caller has locked (``lock``); return
+    {id: new generation}.
+    """
+    if any(generation >= DB_MAX_INT for generation in generations.values()):
+        raise exception.ConcurrentUpdate(GENERATION_CONFLICT)
+    conn.execute(_RP.update().where(_RP.c.id.in_(sorted(generations)))
+                 .values(generation=_RP.c.generation + 1))
+    return {provider_id: generation + 1
+            for provider_id, generation in generations.items()}
 
 
 def linked_ids(conn, table, column, provider_id):

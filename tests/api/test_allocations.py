@@ -3,8 +3,10 @@ WSGI app.
 """
 import uuid as uuidlib
 
+import pymysql
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
@@ -412,33 +414,34 @@ def test_provider_allocations(api, rp):
     assert 'Last-Modified' not in api.get(path, version='1.14').headers
 
 
-class _ChangingProviders:
-    """increment_generation failing as if another writer got there
-    first, ``failures`` times.
+class _Deadlocking:
+    """bump_generations failing as the database does on a deadlock or a
+    Galera certification failure, ``failures`` times.
     """
 
     def __init__(self, failures):
         self.failures = failures
         self.calls = 0
-        self.real = rp_db.increment_generation
+        self.real = rp_db.bump_generations
 
-    def __call__(self, conn, provider_id, expected_generation):
+    def __call__(self, conn, generations):
         self.calls += 1
         if self.calls <= self.failures:
-            raise exception.ConcurrentUpdate('changed')
-        return self.real(conn, provider_id, expected_generation)
+            raise sa_exc.OperationalError(
+                'UPDATE resource_providers', {}, pymysql.err.OperationalError(
+                    1213, 'Deadlock found when trying to get lock'))
+        return self.real(conn, generations)
 
 
-def test_retries_then_gives_up_on_a_changing_provider(api_factory, rp,
-                                                      monkeypatch):
+def test_retries_then_gives_up_on_deadlocks(api_factory, rp, monkeypatch):
     api = api_factory(placement={'allocation_conflict_retry_count': 3})
-    changing = _ChangingProviders(failures=2)
-    monkeypatch.setattr(rp_db, 'increment_generation', changing)
+    changing = _Deadlocking(failures=2)
+    monkeypatch.setattr(rp_db, 'bump_generations', changing)
     assert _put(api, _new(), {rp['uuid']: {'VCPU': 1}}).status_code == 204
     assert changing.calls == 3
 
-    changing = _ChangingProviders(failures=3)
-    monkeypatch.setattr(rp_db, 'increment_generation', changing)
+    changing = _Deadlocking(failures=3)
+    monkeypatch.setattr(rp_db, 'bump_generations', changing)
     response = _put(api, _new(), {rp['uuid']: {'VCPU': 1}})
     assert response.status_code == 409
     assert _code(response) == 'placement.concurrent_update'

@@ -3,6 +3,7 @@ backend.
 """
 import dataclasses
 import threading
+import time
 import uuid as uuidlib
 
 import pytest
@@ -49,16 +50,6 @@ def _used(engine, provider):
                    == provider['id'])).scalar()
 
 
-def test_a_plan_on_a_stale_provider_is_not_applied(engine, provider):
-    with pytest.raises(exception.ConcurrentUpdate):
-        with engine.begin() as conn:
-            plan = alloc_db.plan(conn, [_claim(provider)])
-            # Another writer's change, as if committed since the plan.
-            rp_db.increment_generation(conn, provider['id'], 1)
-            alloc_db.apply(conn, plan)
-    assert _used(engine, provider) == 0
-
-
 def test_a_consumer_created_meanwhile_is_not_overwritten(engine, provider):
     claim = _claim(provider)
     with pytest.raises(consumer_db.ConcurrentUpdate):
@@ -83,42 +74,70 @@ def test_a_consumer_changed_meanwhile_is_not_overwritten(engine, provider):
     assert _used(engine, provider) == 1
 
 
-def test_second_writer_cannot_commit_on_a_stale_read(engine, provider):
-    """Two transactions really overlapping: the second reads usage before
-    the first commits. It must fail (and, retried, be refused), never
-    allocate the VCPU a second time.
+def _racing_second_writer(engine, provider, second):
+    """Write ``second`` while another transaction holds a claim on
+    ``provider`` uncommitted; return (whether the second writer waited
+    for it, what the second write raised or None).
     """
-    first, second = _claim(provider), _claim(provider)
-    first_written, second_planned = threading.Event(), threading.Event()
+    first_written, first_done = threading.Event(), threading.Event()
 
     def first_writer():
         with engine.begin() as conn:
-            alloc_db.write(conn, [first])
+            db_engine.claim_write_lock(conn)
+            alloc_db.write(conn, [_claim(provider)])
             first_written.set()
-            # On SQLite the second writer waits for our lock instead.
-            second_planned.wait(timeout=2)
+            time.sleep(0.5)
+            first_done.set()
 
     thread = threading.Thread(target=first_writer)
     thread.start()
     try:
         assert first_written.wait(timeout=30)
-        with pytest.raises((exception.ConcurrentUpdate,
-                            exception.Invalid)) as lost:
+        try:
             with engine.begin() as conn:
                 db_engine.claim_write_lock(conn)
-                plan = alloc_db.plan(conn, [second])
-                second_planned.set()
-                alloc_db.apply(conn, plan)
+                alloc_db.write(conn, [second])
+            raised = None
+        except exception.PlacementError as exc:
+            raised = exc
+        waited = first_done.is_set()
     finally:
         thread.join()
-    if engine.dialect.name != 'sqlite':
-        # It read before the first committed, then found the provider
-        # changed (its UPDATE waited for the first one's row lock).
-        assert isinstance(lost.value, exception.ConcurrentUpdate)
-    with pytest.raises(exception.Invalid, match='exceed the capacity'):
-        with engine.begin() as conn:
-            alloc_db.write(conn, [second])
+    return waited, raised
+
+
+def test_a_second_writer_queues_for_the_providers(engine):
+    """Two transactions really overlapping on one provider with room for
+    both: the second waits for the first to commit, then succeeds. It
+    neither fails nor has to be retried.
+    """
+    with engine.begin() as conn:
+        rp = sql_rows.provider(conn)
+        inv_db.replace_all(
+            conn, rp, {'VCPU': inv_db.with_defaults({'total': 2})}, 0)
+        rp = rp_db.get_by_uuid(conn, rp['uuid'])
+    waited, raised = _racing_second_writer(engine, rp, _claim(rp))
+    assert waited and raised is None
+    assert _used(engine, rp) == 2
+    assert _generation(engine, rp) == rp['generation'] + 2
+
+
+def test_a_second_writer_sees_what_the_first_took(engine, provider):
+    """The same with room for one: the second writer, having waited, counts
+    the first one's allocation and is refused, never allocating the VCPU
+    a second time.
+    """
+    waited, raised = _racing_second_writer(engine, provider,
+                                           _claim(provider))
+    assert waited
+    assert isinstance(raised, exception.Invalid)
+    assert 'exceed the capacity' in str(raised)
     assert _used(engine, provider) == 1
+
+
+def _generation(engine, provider):
+    with engine.connect() as conn:
+        return rp_db.get_by_uuid(conn, provider['uuid'])['generation']
 
 
 def test_projects_and_users_are_shared(engine):
