@@ -4,6 +4,7 @@ bodies, query strings, responses, links and policy checks.
 import datetime
 import functools
 import json
+import math
 
 import flask
 import jsonschema
@@ -107,32 +108,76 @@ def _validator(schema, formats):
 
 
 def json_body(schema):
-    """The request's JSON document, validated against ``schema``."""
+    """The request's JSON document, validated against ``schema``.
+
+    What JSON forbids (NaN, Infinity, numbers no float holds) and what
+    no column can store the same way on every backend (NUL, unpaired
+    UTF-16 surrogates) is refused, as are documents nested deeper than
+    any request body of the API can be.
+    """
     raw = flask.request.get_data(cache=True)
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_not_a_json_number,
+                          parse_float=_finite_float)
+    except RecursionError:
+        raise errors.BadRequest(_TOO_DEEP)
     except ValueError as exc:
         raise errors.BadRequest('Malformed JSON: %s' % exc)
-    if _has_nul(data):
-        raise errors.BadRequest(NUL_NOT_ALLOWED)
+    _check_document(data)
     validate(data, schema)
     return data
 
 
 NUL_NOT_ALLOWED = 'Invalid input: NUL characters are not allowed.'
+SURROGATE_NOT_ALLOWED = ('Invalid input: unpaired UTF-16 surrogates are not '
+                         'allowed.')
+# The deepest body of the API (POST /allocations, /reshaper) has five
+# levels; this leaves room while keeping validation well within Python's
+# recursion limit.
+MAX_JSON_DEPTH = 32
+_TOO_DEEP = ('Malformed JSON: nested more than %d levels deep'
+             % MAX_JSON_DEPTH)
 
 
-def _has_nul(value):
-    """Whether a NUL hides anywhere in a JSON document: no backend stores
-    one the same way (PostgreSQL refuses it outright).
+def _not_a_json_number(name):
+    raise ValueError('%s is not a JSON number' % name)
+
+
+def _finite_float(text):
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError('number %s is out of range' % text)
+    return number
+
+
+def _check_document(document):
+    """Refuse NUL, unpaired surrogates and excessive nesting anywhere in a
+    JSON document, without recursing.
     """
-    if isinstance(value, str):
-        return '\x00' in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
-    return False
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise errors.BadRequest(_TOO_DEEP)
+        if isinstance(value, dict):
+            for key in value:
+                _check_text(key)
+            value = value.values()
+        pending.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text):
+    if '\x00' in text:
+        raise errors.BadRequest(NUL_NOT_ALLOWED)
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        raise errors.BadRequest(SURROGATE_NOT_ALLOWED) from None
 
 
 def validate(data, schema, prefix='JSON does not validate',

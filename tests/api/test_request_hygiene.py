@@ -1,5 +1,11 @@
-"""Input no backend can store, and the Allow header's method order."""
+"""Input no backend can store, hostile JSON, and the Allow header's
+method order.
+"""
+import uuid
+
 import pytest
+
+import error_text
 
 RP = '/resource_providers/11111111-1111-1111-1111-111111111111'
 
@@ -20,6 +26,57 @@ def test_nul_in_body_is_a_400_and_writes_nothing(api):
     response = api.post('/resource_providers', json={'name': 'a\x00b'})
     assert response.status_code == 400
     assert api.get('/resource_providers').json['resource_providers'] == []
+
+
+# POST /reshaper is for services.
+ROLES = {'X-Roles': 'admin,service'}
+HOSTILE_BODIES = [
+    ('[' * 5000 + ']' * 5000, 'nested more than 32 levels deep'),
+    ('{"a":' * 3000 + '1' + '}' * 3000, 'nested more than 32 levels deep'),
+    ('[' * 40 + ']' * 40, 'nested more than 32 levels deep'),
+    ('{"name": "\\ud800"}', 'unpaired UTF-16 surrogates are not allowed'),
+    ('{"name": "x", "\\udfff": 1}',
+     'unpaired UTF-16 surrogates are not allowed'),
+    ('{"name": NaN}', 'NaN is not a JSON number'),
+    ('{"name": -Infinity}', '-Infinity is not a JSON number'),
+    ('{"name": 1e400}', 'number 1e400 is out of range'),
+]
+
+
+def _write_paths(api):
+    """Every JSON write endpoint, as (method, path, version), on a provider
+    that exists.
+    """
+    provider = str(uuid.uuid4())
+    assert api.post('/resource_providers', json={
+        'name': 'hostile', 'uuid': provider}).status_code == 200
+    rp = '/resource_providers/' + provider
+    return [
+        ('POST', '/resource_providers', '1.39'),
+        ('PUT', rp, '1.39'),
+        ('POST', rp + '/inventories', '1.39'),
+        ('PUT', rp + '/inventories', '1.39'),
+        ('PUT', rp + '/inventories/VCPU', '1.39'),
+        ('PUT', rp + '/aggregates', '1.39'),
+        ('PUT', rp + '/aggregates', '1.1'),
+        ('PUT', rp + '/traits', '1.39'),
+        ('POST', '/resource_classes', '1.39'),
+        ('PUT', '/resource_classes/CUSTOM_HOSTILE', '1.2'),
+        ('PUT', '/allocations/' + str(uuid.uuid4()), '1.39'),
+        ('PUT', '/allocations/' + str(uuid.uuid4()), '1.0'),
+        ('POST', '/allocations', '1.39'),
+        ('POST', '/reshaper', '1.39'),
+    ]
+
+
+@pytest.mark.parametrize('body, reason', HOSTILE_BODIES)
+def test_hostile_json_is_a_400_on_every_write(api, body, reason):
+    for method, path, version in _write_paths(api):
+        response = api.request(method, path, data=body, version=version,
+                               headers=dict(ROLES, **{
+                                   'Content-Type': 'application/json'}))
+        assert response.status_code == 400, (method, path, response.text)
+        assert reason in error_text.reason(response), (method, path)
 
 
 # Upstream's route table order, which clients see in Allow.
