@@ -68,13 +68,13 @@ def _expected_generation(provider, data):
     return generation
 
 
-def _check_capacity(provider, inventories, message):
+def _check_records(provider, inventories, message):
     reserved_may_equal_total = microversion.is_at_least(
         RESERVED_EQUAL_TOTAL_VERSION)
     for resource_class, record in inventories.items():
         try:
-            inv_db.check_capacity(provider['uuid'], resource_class, record,
-                                  reserved_may_equal_total)
+            inv_db.check_record(provider['uuid'], resource_class, record,
+                                reserved_may_equal_total)
         except exception.Invalid as exc:
             raise errors.BadRequest(message % (provider['uuid'], exc))
 
@@ -128,7 +128,7 @@ def create_inventory(uuid):
     resource_class = data['resource_class']
     record = inv_db.with_defaults(data)
     cannot_create = 'Unable to create inventory for resource provider %s: %s'
-    _check_capacity(provider, {resource_class: record}, cannot_create)
+    _check_records(provider, {resource_class: record}, cannot_create)
     try:
         generation = wsgi.write(inv_db.add, provider, resource_class, record)
     except exception.NotFound as exc:
@@ -159,7 +159,7 @@ def replace_inventories(uuid):
                 uuid, 'No such resource class %s.' % name))
     inventories = {name: inv_db.with_defaults(record)
                    for name, record in data['inventories'].items()}
-    _check_capacity(provider, inventories, _CANNOT_UPDATE)
+    _check_records(provider, inventories, _CANNOT_UPDATE)
     try:
         generation = wsgi.write(
             inv_db.replace_all, provider, inventories, generation)
@@ -217,7 +217,7 @@ def update_inventory(uuid, resource_class):
     data = wsgi.json_body(schema.PUT_ONE)
     generation = _expected_generation(provider, data)
     record = inv_db.with_defaults(data)
-    _check_capacity(provider, {resource_class: record}, _CANNOT_UPDATE)
+    _check_records(provider, {resource_class: record}, _CANNOT_UPDATE)
     try:
         generation = wsgi.write(
             inv_db.update, provider, resource_class, record, generation)

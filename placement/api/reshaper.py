@@ -46,6 +46,12 @@ def reshape():
                    record if isinstance(record, dict) else {})
                 for name, record in entry['inventories'].items()})
         for uuid, entry in body['inventories'].items()}
+    for uuid, (_generation, records) in inventories.items():
+        for name, record in records.items():
+            try:
+                inventory_db.check_units(uuid, name, record)
+            except exception.Invalid as exc:
+                raise errors.BadRequest('malformed reshaper data: %s' % exc)
     requests = [
         allocations.consumer_request(
             consumer_uuid, entry,

@@ -56,13 +56,14 @@ def capacity(record):
                * record['allocation_ratio'])
 
 
-def check_capacity(provider_uuid, resource_class, record,
-                   reserved_may_equal_total):
+def check_record(provider_uuid, resource_class, record,
+                 reserved_may_equal_total):
     """Raise Invalid unless the inventory leaves something to allocate.
 
     Before microversion 1.26 a capacity of zero is refused too, so
     ``reserved_may_equal_total`` is the request's version being >= 1.26.
     """
+    check_units(provider_uuid, resource_class, record)
     usable = capacity(record)
     if reserved_may_equal_total:
         if usable >= 0:
@@ -75,6 +76,25 @@ def check_capacity(provider_uuid, resource_class, record,
     raise exception.Invalid(
         "Invalid inventory for '%s' on resource provider '%s'. The reserved "
         "value is %s." % (resource_class, provider_uuid, problem))
+
+
+def check_units(provider_uuid, resource_class, record):
+    """Raise Invalid if no amount meets min_unit, max_unit and step_size
+    at once (upstream stores such an inventory; nothing can use it).
+    """
+    low, high, step = (record['min_unit'], record['max_unit'],
+                       record['step_size'])
+    if low > high:
+        problem = 'min_unit (%d) is greater than max_unit (%d)' % (low, high)
+    elif -(-low // step) * step > high:
+        problem = ('no multiple of step_size (%d) lies between min_unit '
+                   '(%d) and max_unit (%d)' % (step, low, high))
+    else:
+        return
+    raise exception.Invalid(
+        "Invalid inventory for '%s' on resource provider '%s': %s, so "
+        "nothing could ever be allocated from it."
+        % (resource_class, provider_uuid, problem))
 
 
 def get_all(conn, provider_id):

@@ -79,6 +79,38 @@ def test_hostile_json_is_a_400_on_every_write(api, body, reason):
         assert reason in error_text.reason(response), (method, path)
 
 
+def test_inventory_that_can_never_be_allocated_is_a_400(api):
+    provider = str(uuid.uuid4())
+    api.post('/resource_providers', json={'name': 'units', 'uuid': provider})
+    path = '/resource_providers/%s/inventories' % provider
+    record = {'total': 8, 'min_unit': 4, 'max_unit': 2}
+    problem = ("Invalid inventory for 'VCPU' on resource provider '%s': "
+               "min_unit (4) is greater than max_unit (2), so nothing could "
+               "ever be allocated from it." % provider)
+    response = api.put(path, json={'resource_provider_generation': 0,
+                                   'inventories': {'VCPU': record}})
+    assert response.status_code == 400
+    assert error_text.reason(response) == (
+        'Unable to update inventory for resource provider %s: %s'
+        % (provider, problem))
+    response = api.post(path, json=dict(record, resource_class='VCPU'))
+    assert response.status_code == 400
+    assert error_text.reason(response) == (
+        'Unable to create inventory for resource provider %s: %s'
+        % (provider, problem))
+    response = api.put(path + '/VCPU', json=dict(
+        record, resource_provider_generation=0))
+    assert response.status_code == 400
+    response = api.post('/reshaper', headers=ROLES, json={
+        'inventories': {provider: {'resource_provider_generation': 0,
+                                   'inventories': {'VCPU': record}}},
+        'allocations': {}})
+    assert response.status_code == 400
+    assert error_text.reason(response) == 'malformed reshaper data: ' + problem
+    shown = api.get(path).json
+    assert shown == {'resource_provider_generation': 0, 'inventories': {}}
+
+
 # Upstream's route table order, which clients see in Allow.
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize('path, allow', [

@@ -59,18 +59,48 @@ def test_with_defaults_fills_only_missing_fields():
     ({'total': 4, 'reserved': 0, 'allocation_ratio': 0.0}, True, True),
     ({'total': 4, 'reserved': 0, 'allocation_ratio': -1.0}, True, False),
 ])
-def test_check_capacity(record, may_equal, ok):
+def test_check_record_capacity(record, may_equal, ok):
     record = inv_db.with_defaults(record)
     if ok:
-        inv_db.check_capacity('rp', 'VCPU', record, may_equal)
+        inv_db.check_record('rp', 'VCPU', record, may_equal)
         return
     with pytest.raises(exception.Invalid) as raised:
-        inv_db.check_capacity('rp', 'VCPU', record, may_equal)
+        inv_db.check_record('rp', 'VCPU', record, may_equal)
     expected = ('greater than total' if may_equal
                 else 'greater than or equal to total')
     assert str(raised.value) == (
         "Invalid inventory for 'VCPU' on resource provider 'rp'. The "
         "reserved value is %s." % expected)
+
+
+@pytest.mark.parametrize('units, problem', [
+    ({'min_unit': 5, 'max_unit': 3},
+     'min_unit (5) is greater than max_unit (3)'),
+    ({'min_unit': 5, 'max_unit': 7, 'step_size': 4},
+     'no multiple of step_size (4) lies between min_unit (5) and max_unit '
+     '(7)'),
+    ({'min_unit': 1, 'max_unit': 1, 'step_size': 2},
+     'no multiple of step_size (2) lies between min_unit (1) and max_unit '
+     '(1)'),
+])
+def test_check_record_refuses_units_nothing_can_meet(units, problem):
+    record = inv_db.with_defaults(dict(units, total=100))
+    with pytest.raises(exception.Invalid) as raised:
+        inv_db.check_record('rp', 'VCPU', record, True)
+    assert str(raised.value) == (
+        "Invalid inventory for 'VCPU' on resource provider 'rp': %s, so "
+        "nothing could ever be allocated from it." % problem)
+
+
+@pytest.mark.parametrize('units', [
+    {'min_unit': 3, 'max_unit': 3},
+    {'min_unit': 5, 'max_unit': 8, 'step_size': 4},
+    {'min_unit': 4, 'max_unit': 4, 'step_size': 2},
+    {'max_unit': 1, 'step_size': 1},
+])
+def test_check_record_accepts_units_some_amount_meets(units):
+    inv_db.check_record('rp', 'VCPU', inv_db.with_defaults(
+        dict(units, total=100)), True)
 
 
 def test_add_update_delete_bump_generation(engine, provider):
