@@ -123,6 +123,14 @@ database_opts = [
     cfg.StrOpt('mysql_sql_mode', default='TRADITIONAL',
                help='sql_mode set on MySQL sessions; empty keeps the '
                     'server setting.'),
+    cfg.IntOpt('mysql_wsrep_sync_wait', min=0,
+               help='Galera only: wsrep_sync_wait set on every MySQL '
+                    'connection, so that reads wait until the node has '
+                    'applied what other nodes committed (1 checks SELECTs; '
+                    'see the Galera documentation for the other bits). '
+                    'Set it when requests are spread over several Galera '
+                    'nodes. Unset (the default) keeps the server '
+                    'setting.'),
     cfg.IntOpt('connection_recycle_time', default=3600,
                help='Seconds after which a pooled connection is replaced.'),
     cfg.IntOpt('max_pool_size',

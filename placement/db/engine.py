@@ -88,7 +88,9 @@ def create_engine(conf):
         kwargs['connect_args'] = {'connect_timeout': _CONNECT_TIMEOUT}
     engine = sa.create_engine(url, **kwargs)
     if backend in MYSQL_BACKENDS:
-        _set_sql_mode(engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'))
+        _set_mysql_session(
+            engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'),
+            getattr(opts, 'mysql_wsrep_sync_wait', None))
     return engine
 
 
@@ -280,14 +282,20 @@ def _sqlite_engine(url, opts, kwargs):
     return engine
 
 
-def _set_sql_mode(engine, sql_mode):
-    if not sql_mode:
+def _set_mysql_session(engine, sql_mode, wsrep_sync_wait):
+    settings = []
+    if sql_mode:
+        settings.append(('sql_mode', sql_mode))
+    if wsrep_sync_wait is not None:
+        settings.append(('wsrep_sync_wait', wsrep_sync_wait))
+    if not settings:
         return
 
     @event.listens_for(engine, 'connect')
     def _on_connect(dbapi_conn, _record):
         cursor = dbapi_conn.cursor()
-        cursor.execute('SET SESSION sql_mode = %s', (sql_mode,))
+        for name, value in settings:
+            cursor.execute('SET SESSION %s = %%s' % name, (value,))
         cursor.close()
 
 
