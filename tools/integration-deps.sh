@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Install what the integration tests (tests/integration, marker
 # `integration`) need beyond the project's Python requirements: Debian's
-# Apache httpd with its development files, and mod_wsgi built for the test
-# venv's Python. Idempotent: each step runs only when its result is missing,
-# and the package lists are refreshed only when apt cannot find or fetch a
-# package.
+# Apache httpd with its development files, mod_wsgi built for the test
+# venv's Python, and what tools/galera.sh runs its MariaDB Galera cluster
+# with (mariadb-server, galera-4, rsync for SST, haproxy). Idempotent: each
+# step runs only when its result is missing (apt is not called at all when
+# every package is installed, so a running system MariaDB is never upgraded
+# or restarted), and the package lists are refreshed only when apt cannot
+# find or fetch a package.
 #   tools/integration-deps.sh            # into $VENV (default .venv)
 #   VENV=/path/to/venv tools/integration-deps.sh
 # Needs root for apt-get (CI runs as root).
@@ -14,6 +17,9 @@ cd "$(dirname "$0")/.."
 . tools/venv.sh
 
 APT_PACKAGES=(apache2 apache2-dev)
+# tools/galera.sh: three mariadbd with the Galera provider, rsync for state
+# transfers, HAProxy in front.
+APT_PACKAGES+=(mariadb-server galera-4 rsync haproxy)
 
 missing_packages() {
     local package
@@ -37,7 +43,7 @@ apt_install() {
         --no-install-recommends "$@"
 }
 
-install_apache() {
+install_packages() {
     # shellcheck disable=SC2046  # one package name per word
     set -- $(missing_packages)
     [ "$#" -gt 0 ] || return 0
@@ -66,6 +72,6 @@ install_mod_wsgi() {
     "$VENV/bin/python" -m pip install --quiet mod_wsgi
 }
 
-install_apache
+install_packages
 ensure_venv
 install_mod_wsgi
