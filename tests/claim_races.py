@@ -29,6 +29,7 @@ CLIENTS = 24
 BURST_CLIENTS = 32
 BURST_CLAIMS = 4
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+DUPLICATE_NAME = 'placement.duplicate_name'
 # Generous: a 2-core machine running several servers and a database
 # cluster answers slowly under a burst.
 TIMEOUT = 120
@@ -258,8 +259,9 @@ def race_delete_and_claims(servers):
 
 
 def _one_winner(outcomes, expected_status=200):
-    """Exactly one writer of a generation won; the others got 409
-    placement.concurrent_update. The winner's index.
+    """Exactly one writer of a generation (or a name) won; the others got
+    a 409 (placement.concurrent_update for generations). The winner's
+    index.
     """
     winners = [index for index, (status, _) in enumerate(outcomes)
                if status == expected_status]
@@ -267,7 +269,8 @@ def _one_winner(outcomes, expected_status=200):
     for status, body in outcomes:
         if status != expected_status:
             assert status == 409, (status, body)
-            assert body['errors'][0]['code'] == CONCURRENT_UPDATE, body
+            assert body['errors'][0]['code'] in (
+                CONCURRENT_UPDATE, DUPLICATE_NAME), body
     return winners[0]
 
 
@@ -324,7 +327,27 @@ def race_generation_checked_writes(servers):
     assert body['resource_provider_generation'] == current + 1
 
 
+def race_resource_class_creation(servers):
+    """Custom resource classes created at once: each new name once (they
+    compete for the next free id), and of the creators of one name
+    exactly one gets 201.
+    """
+    tag = uuidlib.uuid4().hex[:8].upper()
+    names = ['CUSTOM_%s_%d' % (tag, index) for index in range(CLIENTS)]
+    outcomes = _in_parallel([
+        (lambda name=name: servers.request(
+            'POST', '/resource_classes', {'name': name}))
+        for name in names])
+    assert [status for status, _ in outcomes] == [201] * len(names), outcomes
+    shared = 'CUSTOM_%s_SHARED' % tag
+    outcomes = _in_parallel([lambda: servers.request(
+        'POST', '/resource_classes', {'name': shared})] * CLIENTS)
+    _one_winner(outcomes, expected_status=201)
+    for name in names + [shared]:
+        assert servers.request('GET', '/resource_classes/' + name)[0] == 200
+
+
 ALL = [race_burst_that_fits, race_last_units_of_one_provider,
        race_compute_node_and_sharing_provider,
        race_claims_by_new_projects_and_users, race_delete_and_claims,
-       race_generation_checked_writes]
+       race_generation_checked_writes, race_resource_class_creation]

@@ -76,6 +76,7 @@ def _flask_app(conf, engine):
     app.register_error_handler(errors.PlacementHTTPError, _render_error)
     app.register_error_handler(microversion.NotAvailable, _not_available)
     app.register_error_handler(http_exceptions.HTTPException, _http_exception)
+    app.register_error_handler(exception.ConcurrentUpdate, _lost_race)
     app.register_error_handler(sqlalchemy.exc.DBAPIError, _database_error)
     app.register_error_handler(Exception, _unexpected)
     return app
@@ -176,6 +177,12 @@ def _declared_order(methods):
         rule, _args = adapter.match(method=method, return_rule=True)
         found.append((position[id(rule)], method))
     return [method for _index, method in sorted(found)]
+
+
+def _lost_race(exc):
+    """A write that lost a race where its handler words nothing better."""
+    return _render_error(errors.Conflict(str(exc),
+                                         code=errors.CONCURRENT_UPDATE))
 
 
 def _database_error(exc):

@@ -40,24 +40,30 @@ def is_standard(name):
     return not name.startswith('CUSTOM_')
 
 
+# A concurrent create can take the next id between our read of the
+# highest id and our insert; each round reads it again. A lost round
+# means another create succeeded, so this bounds how many may run at once.
+_CREATE_ROUNDS = 64
+
+
 def create(conn, name):
     """Insert a custom class with the next free id from CUSTOM_RC_START."""
-    if _exists(conn, name):
-        raise exception.Duplicate(name)
-    next_id = conn.execute(
-        sa.select(sa.func.max(_RC.c.id))
-        .where(_RC.c.id >= standard.CUSTOM_RC_START)).scalar()
-    next_id = standard.CUSTOM_RC_START if next_id is None else next_id + 1
-    try:
-        with conn.begin_nested():
-            conn.execute(_RC.insert().values(id=next_id, name=name))
-    except sa.exc.IntegrityError:
-        # A concurrent writer took the name or the id: the caller's
-        # transaction retry sorts out which.
+    for _ in range(_CREATE_ROUNDS):
         if _exists(conn, name):
             raise exception.Duplicate(name)
-        raise
-    return next_id
+        next_id = conn.execute(
+            sa.select(sa.func.max(_RC.c.id))
+            .where(_RC.c.id >= standard.CUSTOM_RC_START)).scalar()
+        next_id = standard.CUSTOM_RC_START if next_id is None else next_id + 1
+        try:
+            with conn.begin_nested():
+                conn.execute(_RC.insert().values(id=next_id, name=name))
+            return next_id
+        except sa.exc.IntegrityError:
+            # A concurrent writer took the name (seen on the next round)
+            # or the id.
+            continue
+    raise exception.ConcurrentUpdate(exception.DATA_CHANGED)
 
 
 def rename(conn, name, new_name):
@@ -68,7 +74,12 @@ def rename(conn, name, new_name):
     # Renaming a class to its own name is a successful no-op.
     if new_name != name and _exists(conn, new_name):
         raise exception.Duplicate(new_name)
-    conn.execute(_RC.update().where(_RC.c.id == row['id']).values(name=new_name))
+    try:
+        conn.execute(
+            _RC.update().where(_RC.c.id == row['id']).values(name=new_name))
+    except sa.exc.IntegrityError:
+        # The name was taken by a concurrent request since we looked.
+        raise exception.Duplicate(new_name) from None
 
 
 def delete(conn, name):
