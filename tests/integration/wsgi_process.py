@@ -49,11 +49,15 @@ def free_port():
 
 
 class GunicornServer:
-    """``gunicorn APP`` on 127.0.0.1:``port``, logging to ``log_path``."""
+    """``gunicorn APP`` on 127.0.0.1:``port`` with ``workers`` processes of
+    ``threads`` threads, logging to ``log_path``.
+    """
 
     def __init__(self, gunicorn, app, workdir, port=None, env=None,
-                 ready_path='/'):
+                 ready_path='/', workers=1, threads=1):
         self.gunicorn = gunicorn
+        self.workers = workers
+        self.threads = threads
         self.app = app
         self.workdir = pathlib.Path(workdir)
         self.port = port or free_port()
@@ -70,7 +74,8 @@ class GunicornServer:
 
     def start(self):
         command = [str(self.gunicorn), '--bind', '127.0.0.1:%d' % self.port,
-                   '--workers', '1', '--timeout', '120',
+                   '--workers', str(self.workers),
+                   '--threads', str(self.threads), '--timeout', '120',
                    '--chdir', str(self.workdir), self.app]
         with open(self.log_path, 'ab') as log:
             self.process = subprocess.Popen(
@@ -151,10 +156,12 @@ def implementations():
     return ['ours']
 
 
-def placement_server(workdir, sections=None, implementation='ours'):
+def placement_server(workdir, sections=None, implementation='ours',
+                     **server):
     """A placement service under gunicorn (ours, or upstream's: see
     ``implementations``), on SQLite in ``workdir`` (synced at startup),
-    configured by ``sections`` on top of noauth2.
+    configured by ``sections`` on top of noauth2; ``server`` goes to
+    GunicornServer (``workers``, ``threads``).
     """
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -174,4 +181,4 @@ def placement_server(workdir, sections=None, implementation='ours'):
             os.environ[UPSTREAM_VENV_VARIABLE]) / 'bin' / 'gunicorn'
     return GunicornServer(
         gunicorn, 'placement.wsgi.api:application',
-        workdir, env={'OS_PLACEMENT_CONFIG_DIR': str(workdir)})
+        workdir, env={'OS_PLACEMENT_CONFIG_DIR': str(workdir)}, **server)
