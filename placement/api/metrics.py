@@ -5,7 +5,7 @@ What is measured:
 - every API request, by Flask url rule (``route``; ``-`` when no rule
   matches), method, status and microversion (``-`` when the request was
   refused before its version was read): a counter and a latency histogram;
-- allocation writes that lost a race with a concurrent update, and the
+- allocation write attempts that collided with another write, and the
   server-side retries they caused (placement.api.allocations);
 - allocation candidate generation: duration, and candidates returned;
 - the database connection pool of this process: size and checked out;
@@ -70,8 +70,9 @@ REQUEST_SECONDS = prometheus_client.Histogram(
     buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
 ALLOCATION_CONFLICTS = prometheus_client.Counter(
     'placement_allocation_write_conflicts',
-    'Allocation write attempts that lost a race with a concurrent update '
-    'of a provider or consumer.', registry=_REGISTRY)
+    'Allocation write attempts that collided with another write (a '
+    'deadlock, a certification failure, a consumer changed meanwhile).',
+    registry=_REGISTRY)
 ALLOCATION_RETRIES = prometheus_client.Counter(
     'placement_allocation_write_retries',
     'Allocation writes the server ran again after such a conflict (the '
