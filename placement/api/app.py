@@ -93,6 +93,12 @@ def _negotiate():
     except microversion.VersionError as exc:
         error = errors.BadRequest if exc.acceptable else errors.NotAcceptable
         raise error('Invalid microversion: %s' % exc)
+    try:
+        request.args
+    except UnicodeDecodeError:
+        # Raw bytes that are not UTF-8 (werkzeug decodes them strictly;
+        # percent-encoded ones become U+FFFD).
+        raise errors.BadRequest(QUERY_NOT_UTF8)
     if _url_has_nul(request):
         raise errors.BadRequest(wsgi.NUL_NOT_ALLOWED)
     if request.method in ('HEAD', 'OPTIONS') and request.url_rule:
@@ -100,6 +106,9 @@ def _negotiate():
         adapter = flask.current_app.create_url_adapter(request)
         raise http_exceptions.MethodNotAllowed(
             valid_methods=adapter.allowed_methods())
+
+
+QUERY_NOT_UTF8 = 'Invalid query string: it is not UTF-8.'
 
 
 def _url_has_nul(request):

@@ -20,6 +20,7 @@ import dataclasses
 import http
 import json
 import re
+import urllib.parse
 
 import webob
 
@@ -525,7 +526,10 @@ class Endpoint:
 
     def __call__(self, environ, start_response):
         request = webob.Request(environ)
-        version = _asked_version(request.GET.get('microversion'))
+        # Not request.GET: webob refuses a query string that is not UTF-8.
+        asked = urllib.parse.parse_qs(environ.get('QUERY_STRING', ''),
+                                      errors='replace').get('microversion')
+        version = _asked_version(asked[-1] if asked else None)
         if version is None:
             return errors.BadRequest(
                 'microversion must be one of %s to %s.' % (

@@ -22,6 +22,30 @@ def test_nul_in_url_is_a_400(api, path):
         'errors'][0]['detail']
 
 
+@pytest.mark.parametrize('path, query', [
+    ('/traits', b'name=\xff'),
+    ('/resource_providers', b'name=a\xfe'),
+    ('/allocation_candidates', b'resources=VCPU:1&required=\xff'),
+])
+def test_query_string_that_is_not_utf8_is_a_400(api, path, query):
+    response = api.get(path, environ_overrides={
+        'QUERY_STRING': query.decode('latin-1')})
+    assert response.status_code == 400
+    assert error_text.reason(response) == (
+        'Invalid query string: it is not UTF-8.')
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize('query', [b'microversion=\xff', b'x=%C0%AF',
+                                   b'x=%ED%A0%80'])
+def test_openapi_query_string_that_is_not_utf8(api, query):
+    response = api.get('/x-openapi.json', token=None, version=None,
+                       environ_overrides={
+                           'QUERY_STRING': query.decode('latin-1')})
+    expected = 400 if query.startswith(b'microversion') else 200
+    assert response.status_code == expected
+
+
 def test_nul_in_body_is_a_400_and_writes_nothing(api):
     response = api.post('/resource_providers', json={'name': 'a\x00b'})
     assert response.status_code == 400
