@@ -527,8 +527,9 @@ class Endpoint:
     def __call__(self, environ, start_response):
         request = webob.Request(environ)
         # Not request.GET: webob refuses a query string that is not UTF-8.
-        asked = urllib.parse.parse_qs(environ.get('QUERY_STRING', ''),
-                                      errors='replace').get('microversion')
+        asked = urllib.parse.parse_qs(
+            environ.get('QUERY_STRING', ''), keep_blank_values=True,
+            errors='replace').get('microversion')
         version = _asked_version(asked[-1] if asked else None)
         if version is None:
             return errors.BadRequest(
