@@ -67,7 +67,7 @@ def test_stale_generation_writes_nothing(api, path):
     response = api.put(path, json={'aggregates': [_uuid()],
                                    'resource_provider_generation': 3})
     assert response.status_code == 409
-    assert response.json['errors'][0]['code'] == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'
     assert api.get(path).json == {'aggregates': [],
                                   'resource_provider_generation': 0}
 

@@ -5,6 +5,7 @@ import pytest
 
 from placement.db import inventory as inv_db
 
+import error_text
 import sql_rows
 
 
@@ -90,4 +91,4 @@ def test_unknown_class(api, computes):
     response = api.get('/allocation_candidates?resources=VCPU:1,NOPE:1')
     assert response.status_code == 400
     assert ('Invalid resource class in resources parameter: No such resource '
-            'class NOPE.') in response.json['errors'][0]['detail']
+            'class NOPE.') in error_text.raw_detail(response)

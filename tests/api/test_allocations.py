@@ -13,6 +13,7 @@ from placement.db import resource_provider as rp_db
 from placement.db import tables
 from placement import exception
 
+import error_text
 import sql_rows
 
 INCOMPLETE = '00000000-0000-0000-0000-000000000000'
@@ -45,14 +46,6 @@ def rp2(backend):
     with backend.engine.begin() as conn:
         return _stock(conn, {'DISK_GB': {'total': 100},
                              'MEMORY_MB': {'total': 10}})
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].split('\n\n', 1)[-1].strip()
-
-
-def _code(response):
-    return response.json['errors'][0].get('code')
 
 
 def _generation(backend, provider):
@@ -154,14 +147,14 @@ def test_placeholder_owner_is_configurable(api_factory, rp):
 def test_put_schema_by_version(api, version, body, message):
     response = api.put('/allocations/' + _new(), json=body, version=version)
     assert response.status_code == 400
-    assert _detail(response).startswith('JSON does not validate')
-    assert message in _detail(response)
+    assert error_text.reason(response).startswith('JSON does not validate')
+    assert message in error_text.reason(response)
 
 
 def test_consumer_uuid_is_checked_then_normalized(api, rp):
     response = api.put('/allocations/not-a-uuid', json={})
     assert response.status_code == 400
-    assert _detail(response) == 'Malformed consumer_uuid: not-a-uuid'
+    assert error_text.reason(response) == 'Malformed consumer_uuid: not-a-uuid'
     consumer = _new()
     assert _put(api, consumer.replace('-', '').upper(),
                 {rp['uuid']: {'VCPU': 1}}).status_code == 204
@@ -172,12 +165,12 @@ def test_consumer_generation(api, backend, rp):
     consumer = _new()
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 1}}, generation=3)
     assert response.status_code == 409
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'consumer generation conflict - expected null but got 3')
-    assert _code(response) == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'
     assert _put(api, consumer, {rp['uuid']: {'VCPU': 1}}).status_code == 204
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 2}})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'consumer generation conflict - expected 1 but got None')
     assert _put(api, consumer, {rp['uuid']: {'VCPU': 2}},
                 generation=1).status_code == 204
@@ -229,9 +222,10 @@ def test_owner_and_type_change_without_a_new_generation(api, rp):
 def test_refused_by_inventory(api, rp, resources, message):
     response = _put(api, _new(), {rp['uuid']: resources})
     assert response.status_code == 409
-    assert _detail(response).startswith('Unable to allocate inventory: ')
-    assert _detail(response).endswith(message.format(rp=rp['uuid']))
-    assert _code(response) == 'placement.undefined_code'
+    assert error_text.reason(response).startswith(
+        'Unable to allocate inventory: ')
+    assert error_text.reason(response).endswith(message.format(rp=rp['uuid']))
+    assert error_text.code(response) == 'placement.undefined_code'
 
 
 def test_provider_without_any_requested_class(api, rp, rp2, backend):
@@ -242,12 +236,12 @@ def test_provider_without_any_requested_class(api, rp, rp2, backend):
     response = _put(api, _new(), {rp['uuid']: {'DISK_GB': 5},
                                   rp2['uuid']: {'VCPU': 1},
                                   bare['uuid']: {'VCPU': 1}})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         "Unable to allocate inventory: Inventory for 'VCPU, DISK_GB' on "
         "resource provider '%s' invalid." % bare['uuid'])
     response = _put(api, _new(), {rp['uuid']: {'DISK_GB': 10},
                                   rp2['uuid']: {'VCPU': 1}})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         "Unable to allocate inventory: Inventory for 'VCPU' on resource "
         "provider '%s' invalid." % rp2['uuid'])
 
@@ -258,13 +252,13 @@ def test_unknown_provider_and_class(api, rp):
     response = _put(api, consumer, {rp['uuid']: {'CUSTOM_X': 1},
                                     missing: {'VCPU': 1}})
     assert response.status_code == 400
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         "Allocation for resource provider '%s' that does not exist." % missing)
     # ... unknown classes in the request's order, before capacity.
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 100, 'CUSTOM_Y': 1,
                                                  'CUSTOM_X': 1}})
     assert response.status_code == 400
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'Unable to allocate inventory for consumer %s: No such resource '
         'class CUSTOM_Y.' % consumer)
     # A failed request leaves no consumer behind.
@@ -279,7 +273,7 @@ def test_replacing_frees_the_consumers_own_amounts(api, rp):
     assert _put(api, consumer, {rp['uuid']: {'VCPU': 10}},
                 generation=1).status_code == 204
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 11}}, generation=2)
-    assert 'exceed the capacity' in _detail(response)
+    assert 'exceed the capacity' in error_text.reason(response)
     usages = api.get('/resource_providers/%s/usages' % rp['uuid']).json
     assert usages['usages']['VCPU'] == 16
 
@@ -299,7 +293,7 @@ def test_usage_over_a_shrunk_inventory_may_stay(api, backend, rp):
                 generation=2).status_code == 204
     # ... increasing it beyond the capacity is not.
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 4}}, generation=3)
-    assert 'exceed the capacity' in _detail(response)
+    assert 'exceed the capacity' in error_text.reason(response)
 
 
 def test_empty_allocations_remove_the_consumer(api, backend, rp, rp2):
@@ -319,7 +313,7 @@ def test_empty_allocations_for_a_new_consumer(api, backend, rp):
     assert _put(api, consumer, {}).status_code == 204
     assert _consumer_rows(backend, consumer) == [0]
     response = _put(api, consumer, {rp['uuid']: {'VCPU': 1}})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'consumer generation conflict - expected 0 but got None')
     assert _put(api, consumer, {rp['uuid']: {'VCPU': 1}},
                 generation=0).status_code == 204
@@ -343,7 +337,8 @@ def test_delete(api, backend, rp):
     assert _generation(backend, rp) == 2
     response = api.delete('/allocations/' + consumer)
     assert response.status_code == 404
-    assert _detail(response) == "No allocations for consumer '%s'" % consumer
+    assert error_text.reason(response) == (
+        "No allocations for consumer '%s'" % consumer)
     assert api.delete('/allocations/x', version='1.0').status_code == 404
 
 
@@ -362,11 +357,11 @@ def test_post_many_consumers(api, backend, rp, rp2):
     response = api.post('/allocations', version='1.13', json={
         one: entry({rp['uuid']: {'VCPU': 10}}),
         two: entry({rp['uuid']: {'VCPU': 10}})})
-    assert 'exceed the capacity' in _detail(response)
+    assert 'exceed the capacity' in error_text.reason(response)
     response = api.post('/allocations', version='1.13', json={
         one: entry({rp['uuid']: {'CUSTOM_NOPE': 1}}),
         two: entry({rp['uuid']: {'VCPU': 1}})})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'Unable to allocate inventory No such resource class CUSTOM_NOPE.')
     response = api.post('/allocations', version='1.13', json={
         one: entry({rp['uuid']: {'VCPU': 10}}),
@@ -378,7 +373,7 @@ def test_post_many_consumers(api, backend, rp, rp2):
     response = api.post('/allocations', json={
         one: entry({}, consumer_generation=1, consumer_type='INSTANCE'),
         two: entry({}, consumer_generation=7, consumer_type='INSTANCE')})
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'consumer generation conflict - expected 1 but got 7')
     response = api.post('/allocations', json={
         one: entry({}, consumer_generation=1, consumer_type='INSTANCE'),
@@ -394,7 +389,7 @@ def test_provider_allocations(api, rp):
     missing = _new()
     response = api.get('/resource_providers/%s/allocations' % missing)
     assert response.status_code == 404
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         "Resource provider '%s' not found: No resource provider with uuid "
         "%s found" % (missing, missing))
     path = '/resource_providers/%s/allocations' % rp['uuid']
@@ -444,8 +439,8 @@ def test_retries_then_gives_up_on_deadlocks(api_factory, rp, monkeypatch):
     monkeypatch.setattr(rp_db, 'bump_generations', changing)
     response = _put(api, _new(), {rp['uuid']: {'VCPU': 1}})
     assert response.status_code == 409
-    assert _code(response) == 'placement.concurrent_update'
-    assert _detail(response) == (
+    assert error_text.code(response) == 'placement.concurrent_update'
+    assert error_text.reason(response) == (
         'Inventory and/or allocations changed while attempting to allocate: '
         'Another thread concurrently updated the resource provider data. '
         'Please retry your update')

@@ -14,10 +14,6 @@ def path(provider):
     return '/resource_providers/%s/inventories' % provider['uuid']
 
 
-def _code(response):
-    return response.json['errors'][0].get('code')
-
-
 def _put_all(api, path, generation, inventories, **kwargs):
     return api.put(path, json={'resource_provider_generation': generation,
                                'inventories': inventories}, **kwargs)
@@ -138,7 +134,7 @@ def test_create_unknown_class_and_duplicate(api, path, provider):
     response = api.post(path, json={'resource_class': 'VCPU', 'total': 1})
     assert response.status_code == 409
     assert 'Update conflict' in error_text.detail(response)
-    assert _code(response) == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'
     assert api.get(path).json['resource_provider_generation'] == 1
 
 
@@ -162,7 +158,7 @@ def test_update_one_errors(api, path, provider):
         'resource_provider_generation': 0, 'total': 16})
     assert stale.status_code == 409
     assert error_text.detail(stale).endswith('resource provider generation conflict')
-    assert _code(stale) == 'placement.concurrent_update'
+    assert error_text.code(stale) == 'placement.concurrent_update'
 
     absent = api.put(path + '/MEMORY_MB', json={
         'resource_provider_generation': 1, 'total': 16})
@@ -284,19 +280,19 @@ def test_in_use(api, path, provider, backend):
     response = api.delete(path, version='1.23')
     assert response.status_code == 409
     assert error_text.detail(response).endswith(in_use)
-    assert _code(response) == 'placement.inventory.inuse'
+    assert error_text.code(response) == 'placement.inventory.inuse'
 
     response = _put_all(api, path, 1, {}, version='1.23')
     assert response.status_code == 409
     assert error_text.detail(response).endswith('update conflict: ' + in_use)
-    assert _code(response) == 'placement.inventory.inuse'
+    assert error_text.code(response) == 'placement.inventory.inuse'
 
     response = api.delete(path + '/DISK_GB')
     assert response.status_code == 409
     assert error_text.detail(response).endswith(
         "Unable to delete inventory of class DISK_GB: Inventory for "
         "'DISK_GB' on resource provider '%s' in use." % provider['uuid'])
-    assert _code(response) == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'
 
     assert api.get(path).json['resource_provider_generation'] == 1
     # Shrinking below what is allocated is allowed.

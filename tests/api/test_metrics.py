@@ -18,6 +18,7 @@ from placement.api import metrics
 from placement.db import allocation as alloc_db
 from placement import exception
 
+import error_text
 from test_health import DEAD_DATABASES
 
 LOCAL = {'REMOTE_ADDR': '127.0.0.1'}
@@ -104,7 +105,7 @@ def test_other_addresses_refused(api, address):
                        environ_overrides={'REMOTE_ADDR': address})
     assert response.status_code == 403
     assert 'Metrics are not available to this address.' in (
-        response.json['errors'][0]['detail'])
+        error_text.raw_detail(response))
 
 
 @pytest.mark.sqlite_only

@@ -4,7 +4,6 @@ connection and start-up configuration.
 """
 import json
 import re
-import socket
 import time
 
 import pytest
@@ -14,22 +13,13 @@ from placement.db import engine as db_engine
 from placement.db import tables
 from placement import service
 
+import error_text
+import gunicorn_server
+
 MAX_VERSION = '1.39'
 REQUEST_ID = re.compile(r'^req-[a-f0-9-]{36}$')
 RC_LIST_DENIED = ('Policy does not allow placement:resource_classes:list to '
                   'be performed.')
-
-
-def _error(response):
-    """The single error of a JSON error document."""
-    assert response.headers['Content-Type'] == 'application/json'
-    errors = response.json['errors']
-    assert len(errors) == 1
-    return errors[0]
-
-
-def _detail(response):
-    return _error(response)['detail']
 
 
 def _policy_file(tmp_path, rules):
@@ -68,8 +58,9 @@ def test_admin_token_has_admin_role(api):
 def test_other_users_have_no_role(api, token):
     response = api.get('/resource_classes', token=token)
     assert response.status_code == 403
-    assert _error(response)['title'] == 'Forbidden'
-    assert _detail(response).endswith(RC_LIST_DENIED + '  ')
+    assert error_text.error(response)['title'] == 'Forbidden'
+    assert error_text.error(response)['detail'].endswith(
+        RC_LIST_DENIED + '  ')
 
 
 def test_user_and_project_from_token(api):
@@ -95,7 +86,8 @@ def test_system_scope_is_refused_by_project_scoped_rules(api):
         'X-Roles': 'admin,member,reader', 'OpenStack-System-Scope': 'all'})
     assert response.status_code == 403
     # Upstream names only the action for a token of the wrong scope.
-    assert _detail(response).endswith('\n\n placement:resource_classes:list  ')
+    assert error_text.error(response)['detail'].endswith(
+        '\n\n placement:resource_classes:list  ')
 
 
 def test_x_project_id_header_wins_over_token_project(api_factory, tmp_path):
@@ -144,7 +136,7 @@ def test_policy_file_overrides_defaults(api_factory, tmp_path):
     assert api.get('/resource_classes', token='nobody').status_code == 200
     response = api.get('/traits')
     assert response.status_code == 403
-    assert _detail(response).endswith(
+    assert error_text.error(response)['detail'].endswith(
         'Policy does not allow placement:traits:list to be performed.  ')
     # Rules the file does not mention keep their defaults.
     assert api.get('/resource_classes/VCPU', token='nobody'
@@ -178,7 +170,7 @@ def test_version_for_another_service_is_ignored(api):
 def test_unsupported_version_is_406_with_range(api, version):
     response = api.get('/', version=version)
     assert response.status_code == 406
-    error = _error(response)
+    error = error_text.error(response)
     assert error['title'] == 'Not Acceptable'
     assert ('Invalid microversion: Unacceptable version header: %s' % version
             in error['detail'])
@@ -199,7 +191,7 @@ def test_unsupported_version_in_html(api):
 def test_malformed_version_is_400(api, version):
     response = api.get('/', version=version)
     assert response.status_code == 400
-    error = _error(response)
+    error = error_text.error(response)
     assert error['title'] == 'Bad Request'
     assert 'invalid version string: %s' % version in error['detail']
     assert 'max_version' not in error and 'code' not in error
@@ -214,7 +206,7 @@ def test_routes_hidden_below_their_version(api, path, minimum):
     below = '%s.%d' % (major, int(minor) - 1)
     response = api.get(path, version=below)
     assert response.status_code == 404
-    assert _error(response)['title'] == 'Not Found'
+    assert error_text.error(response)['title'] == 'Not Found'
     assert api.get(path, version=minimum).status_code in (200, 204)
 
 
@@ -256,7 +248,7 @@ def test_root_document(api):
 def test_json_error_document(api):
     response = api.get('/barnabas', version='1.22')
     assert response.status_code == 404
-    error = _error(response)
+    error = error_text.error(response)
     assert set(error) == {'status', 'title', 'detail', 'request_id'}
     assert error['status'] == 404
     assert error['title'] == 'Not Found'
@@ -270,14 +262,15 @@ def test_json_error_document(api):
     (MAX_VERSION, 'placement.undefined_code'),
 ])
 def test_error_code_from_1_23(api, version, code):
-    assert _error(api.get('/barnabas', version=version)).get('code') == code
+    assert error_text.error(
+        api.get('/barnabas', version=version)).get('code') == code
 
 
 def test_specific_error_code(api):
     api.post('/resource_classes', json={'name': 'CUSTOM_DUP'})
     response = api.post('/resource_classes', json={'name': 'CUSTOM_DUP'})
     assert response.status_code == 409
-    assert _error(response)['code'] == 'placement.duplicate_name'
+    assert error_text.error(response)['code'] == 'placement.duplicate_name'
 
 
 @pytest.mark.parametrize('method, path, allow', [
@@ -293,7 +286,7 @@ def test_405_lists_allowed_methods(api, method, path, allow):
     response = api.request(method, path)
     assert response.status_code == 405
     assert response.headers['Allow'] == allow
-    error = _error(response)
+    error = error_text.error(response)
     assert error['title'] == 'Method Not Allowed'
     assert error['detail'] == (
         'The method %s is not allowed for this resource. \n\n The method '
@@ -333,7 +326,7 @@ def test_error_as_plain_text(api):
 @pytest.mark.parametrize('accept', [None, '', '*/*', 'application/json'])
 def test_error_defaults_to_json(api, accept):
     response = api.get('/barnabas', headers={'Accept': accept})
-    assert _error(response)['status'] == 404
+    assert error_text.error(response)['status'] == 404
 
 
 def test_browser_accept_header_gets_json(api):
@@ -368,7 +361,7 @@ def test_wrong_media_type_is_415(api):
     response = api.post('/resource_classes', data='a class please',
                         headers={'Content-Type': 'text/plain'})
     assert response.status_code == 415
-    assert _detail(response) == (
+    assert error_text.error(response)['detail'] == (
         'The request media type text/plain is not supported by this server. '
         '\n\n The media type text/plain is not supported, use '
         'application/json')
@@ -378,14 +371,14 @@ def test_body_without_media_type_is_400(api):
     response = api.post('/resource_classes', data='a class please')
     assert response.status_code == 400
     assert 'content-type header required when content-length > 0' in (
-        _detail(response))
+        error_text.error(response)['detail'])
 
 
 def test_malformed_json_is_400(api):
     response = api.post('/resource_classes', data='{"name": }',
                         headers={'Content-Type': 'application/json'})
     assert response.status_code == 400
-    assert 'Malformed JSON: ' in _detail(response)
+    assert 'Malformed JSON: ' in error_text.error(response)['detail']
 
 
 # -- mounting under a prefix --------------------------------------------------
@@ -449,17 +442,12 @@ def test_four_byte_utf8_in_lookups(api):
     name = 'CUSTOM_\N{PILE OF POO}'
     response = api.get('/resource_classes/' + name)
     assert response.status_code == 404
-    assert 'No such resource class %s.' % name in _detail(response)
+    assert 'No such resource class %s.' % name in (
+        error_text.error(response)['detail'])
     assert api.get('/traits/' + name).status_code == 404
     response = api.get('/traits?name=in:' + name)
     assert response.status_code == 200
     assert response.json == {'traits': []}
-
-
-def _closed_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.sqlite_only
@@ -470,12 +458,12 @@ def _closed_port():
 ])
 def test_unreachable_database_is_503(api_factory, url):
     api = api_factory(shared_engine=False, placement_database={
-        'connection': url.format(port=_closed_port())})
+        'connection': url.format(port=gunicorn_server.free_port())})
     started = time.monotonic()
     response = api.get('/resource_classes')
     assert time.monotonic() - started < 10
     assert response.status_code == 503
-    error = _error(response)
+    error = error_text.error(response)
     assert error['title'] == 'Service Unavailable'
     assert 'The placement database is unavailable.' in error['detail']
     # The version document does not need the database.

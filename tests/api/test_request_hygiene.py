@@ -168,7 +168,7 @@ def test_415_names_a_missing_media_type_none(api):
                        'd3a64825-8228-4ccb-8a6c-1c6d3eb6a3e8')
     assert response.status_code == 415
     assert ('The request media type None is not supported by this server.'
-            in response.json['errors'][0]['detail'])
+            in error_text.raw_detail(response))
 
 
 def test_text_an_adopted_utf8mb3_table_cannot_hold_is_a_400(api, backend):

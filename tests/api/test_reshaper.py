@@ -7,6 +7,7 @@ from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
 from placement import exception
 
+import error_text
 import sql_rows
 
 
@@ -32,14 +33,6 @@ def tree(backend):
                                user='u')
         child = sql_rows.provider(conn)
     return {'node': node['uuid'], 'child': child['uuid'], 'vm': vm}
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].split('\n\n', 1)[-1].strip()
-
-
-def _code(response):
-    return response.json['errors'][0].get('code')
 
 
 def _generation(api, uuid):
@@ -106,7 +99,7 @@ def test_consumer_type_and_mappings(api, tree):
     body = _move_vcpu(api, tree, vm_generation=0, consumer_type='RESHAPED')
     response = api.post('/reshaper', version='1.37', json=body)
     assert response.status_code == 400
-    assert "('consumer_type' was unexpected)" in _detail(response)
+    assert "('consumer_type' was unexpected)" in error_text.reason(response)
     assert api.post('/reshaper', json=body).status_code == 204
     assert api.get('/allocations/' + tree['vm']).json['consumer_type'] == (
         'RESHAPED')
@@ -115,7 +108,7 @@ def test_consumer_type_and_mappings(api, tree):
                      {tree['child']: {'VCPU': 8}}, 1,
                      mappings={'': [tree['child']]})})
     response = api.post('/reshaper', version='1.33', json=body)
-    assert "('mappings' was unexpected)" in _detail(response)
+    assert "('mappings' was unexpected)" in error_text.reason(response)
     assert api.post('/reshaper', version='1.34', json=body).status_code == (
         204)
 
@@ -143,45 +136,45 @@ def test_refusals_change_nothing(api, tree):
     body = _move_vcpu(api, tree, vm_generation=0)
     body['inventories'][missing] = body['inventories'].pop(child)
     response = _refused(api, body, 400)
-    assert _code(response) == 'placement.resource_provider.not_found'
-    assert _detail(response) == (
+    assert error_text.code(response) == 'placement.resource_provider.not_found'
+    assert error_text.reason(response) == (
         'Resource provider %s in inventories not found: No resource provider '
         'with uuid %s found' % (missing, missing))
 
     body = _move_vcpu(api, tree, vm_generation=0)
     body['inventories'][node]['resource_provider_generation'] = 0
     response = _refused(api, body, 409)
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'resource provider generation conflict for provider %s: actual: 1, '
         'given: 0' % node)
-    assert _code(response) == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'
 
     response = _refused(api, _move_vcpu(api, tree, vm_generation=3), 409)
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'consumer generation conflict - expected 0 but got 3')
 
     body = _move_vcpu(api, tree, vm_generation=0)
     body['inventories'][child]['inventories'] = {'CUSTOM_NOPE': {'total': 1}}
-    assert _detail(_refused(api, body, 400)) == (
+    assert error_text.reason(_refused(api, body, 400)) == (
         'malformed reshaper data: No such resource class CUSTOM_NOPE.')
 
     # A name that is no class name is not validated, even as an object.
     body = _move_vcpu(api, tree, vm_generation=0)
     body['inventories'][child]['inventories']['none'] = ''
-    assert _detail(_refused(api, body, 400)) == (
+    assert error_text.reason(_refused(api, body, 400)) == (
         'malformed reshaper data: No such resource class none.')
 
     body = _move_vcpu(api, tree, vm_generation=0)
     body['allocations'][vm]['allocations'][missing] = {
         'resources': {'VCPU': 1}}
-    assert _detail(_refused(api, body, 400)) == (
+    assert error_text.reason(_refused(api, body, 400)) == (
         "Allocation for resource provider '%s' that does not exist."
         % missing)
 
     # Too much for the new inventory.
     body = _move_vcpu(api, tree, vm_generation=0)
     body['inventories'][child]['inventories']['VCPU']['total'] = 4
-    assert _detail(_refused(api, body, 409)) == (
+    assert error_text.reason(_refused(api, body, 409)) == (
         "Unable to allocate inventory: Unable to create allocation for "
         "'VCPU' on resource provider '%s'. The requested amount would "
         "exceed the capacity." % child)
@@ -190,10 +183,10 @@ def test_refusals_change_nothing(api, tree):
     body = _move_vcpu(api, tree, vm_generation=0)
     body['allocations'] = {}
     response = _refused(api, body, 409)
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         "update conflict: Inventory for 'VCPU' on resource provider '%s' in "
         "use." % node)
-    assert _code(response) == 'placement.inventory.inuse'
+    assert error_text.code(response) == 'placement.inventory.inuse'
 
     after = {uuid: api.get('/resource_providers/%s/inventories'
                            % uuid).json for uuid in (node, child)}
@@ -208,7 +201,7 @@ def test_lost_race_on_inventory(api, tree, monkeypatch):
 
     monkeypatch.setattr(rp_db, 'increment_generation', stale)
     response = _refused(api, _move_vcpu(api, tree, vm_generation=0), 409)
-    assert _detail(response) == (
+    assert error_text.reason(response) == (
         'update conflict: Another thread concurrently updated the resource '
         'provider data. Please retry your update')
-    assert _code(response) == 'placement.concurrent_update'
+    assert error_text.code(response) == 'placement.concurrent_update'

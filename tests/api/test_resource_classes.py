@@ -8,13 +8,12 @@ import sqlalchemy as sa
 from placement.db import standard
 from placement.db import tables
 
+import error_text
+import sql_rows
+
 STANDARD = list(os_resource_classes.STANDARDS)
 TOO_LONG = 'CUSTOM_' + 'S' * 249  # 256 characters
 HTTP_DATE = r'^\w+, \d+ \w+ \d{4} [\d:]+ GMT$'
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail']
 
 
 def _link(name, prefix=''):
@@ -34,18 +33,10 @@ def _create(api, name):
 
 def _use_in_inventory(engine, name):
     """Give a provider inventory of class ``name`` (no provider API yet)."""
-    rc = tables.resource_classes
-    rp = tables.resource_providers
     with engine.begin() as conn:
-        rc_id = conn.execute(
-            sa.select(rc.c.id).where(rc.c.name == name)).scalar_one()
-        rp_id = conn.execute(rp.insert().values(
-            uuid='5d3c4a9e-7e35-4b5d-8f5e-2a7c9b1e0d11', name='rp1',
-            generation=0)).inserted_primary_key[0]
-        conn.execute(tables.inventories.insert().values(
-            resource_provider_id=rp_id, resource_class_id=rc_id, total=4,
-            reserved=0, min_unit=1, max_unit=4, step_size=1,
-            allocation_ratio=1.0))
+        rp = sql_rows.provider(
+            conn, 'rp1', '5d3c4a9e-7e35-4b5d-8f5e-2a7c9b1e0d11')
+        sql_rows.inventory(conn, rp['id'], {name: 4})
 
 
 # -- version gates --------------------------------------------------------------
@@ -137,13 +128,14 @@ def test_create_standard_name_is_invalid(api):
 def test_create_invalid_body(api, body, message):
     response = api.post('/resource_classes', json=body)
     assert response.status_code == 400
-    detail = _detail(response)
+    detail = error_text.raw_detail(response)
     assert 'JSON does not validate: ' in detail
     assert message in detail
 
 
 def test_create_schema_is_shown_to_clients(api):
-    detail = _detail(api.post('/resource_classes', json={'name': 'x'}))
+    detail = error_text.raw_detail(
+        api.post('/resource_classes', json={'name': 'x'}))
     assert ("Failed validating 'pattern' in schema['properties']['name']:"
             "     {'type': 'string', 'pattern': '^CUSTOM_[A-Z0-9_]+$', "
             "'maxLength': 255}") in detail
@@ -164,7 +156,7 @@ def test_create_malformed_json(api):
     response = api.post('/resource_classes', data='{"foo": }',
                         headers={'Content-Type': 'application/json'})
     assert response.status_code == 400
-    assert 'Malformed JSON: ' in _detail(response)
+    assert 'Malformed JSON: ' in error_text.raw_detail(response)
 
 
 def test_create_validation_errors_in_plain_text(api):
@@ -186,7 +178,8 @@ def test_show_standard(api, name):
 def test_show_missing(api):
     response = api.get('/resource_classes/CUSTOM_NOPE')
     assert response.status_code == 404
-    assert _detail(response).endswith('No such resource class CUSTOM_NOPE.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such resource class CUSTOM_NOPE.  ')
 
 
 def test_show_needs_acceptable_json(api):
@@ -232,7 +225,7 @@ def test_rename_standard(api):
     response = api.put('/resource_classes/VCPU', version='1.6',
                        json={'name': 'CUSTOM_VCPU'})
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Cannot update standard resource class VCPU  ')
 
 
@@ -241,7 +234,7 @@ def test_rename_to_standard_name(api):
     response = api.put('/resource_classes/CUSTOM_A', version='1.6',
                        json={'name': 'VCPU'})
     assert response.status_code == 400
-    assert 'JSON does not validate' in _detail(response)
+    assert 'JSON does not validate' in error_text.raw_detail(response)
 
 
 def test_rename_to_existing(api):
@@ -250,7 +243,7 @@ def test_rename_to_existing(api):
     response = api.put('/resource_classes/CUSTOM_B', version='1.6',
                        json={'name': 'CUSTOM_A'})
     assert response.status_code == 409
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Resource class already exists: CUSTOM_A  ')
 
 
@@ -258,7 +251,8 @@ def test_rename_missing(api):
     response = api.put('/resource_classes/CUSTOM_NOPE', version='1.6',
                        json={'name': 'CUSTOM_A'})
     assert response.status_code == 404
-    assert _detail(response).endswith('No such resource class CUSTOM_NOPE.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such resource class CUSTOM_NOPE.  ')
 
 
 @pytest.mark.parametrize('body, message', [
@@ -270,21 +264,21 @@ def test_rename_invalid_body(api, body, message):
     _create(api, 'CUSTOM_A')
     response = api.put('/resource_classes/CUSTOM_A', version='1.6', json=body)
     assert response.status_code == 400
-    assert message in _detail(response)
+    assert message in error_text.raw_detail(response)
 
 
 def test_rename_needs_a_body(api):
     response = api.put('/resource_classes/CUSTOM_COW', version='1.6',
                        headers={'Content-Type': 'application/json'})
     assert response.status_code == 400
-    assert 'Malformed JSON: ' in _detail(response)
+    assert 'Malformed JSON: ' in error_text.raw_detail(response)
 
 
 def test_rename_needs_json_media_type(api):
     response = api.put('/resource_classes/CUSTOM_COW', version='1.6')
     assert response.status_code == 415
     assert 'The media type None is not supported, use application/json' in (
-        _detail(response))
+        error_text.raw_detail(response))
 
 
 # -- PUT from 1.7: create if missing ----------------------------------------------
@@ -323,8 +317,8 @@ def test_put_ignores_body_and_media_type(api):
 def test_put_invalid_name(api, name, message):
     response = api.put('/resource_classes/' + name, version='1.7')
     assert response.status_code == 400
-    assert 'JSON does not validate' in _detail(response)
-    assert message in _detail(response)
+    assert 'JSON does not validate' in error_text.raw_detail(response)
+    assert message in error_text.raw_detail(response)
 
 
 # -- delete -----------------------------------------------------------------
@@ -338,13 +332,14 @@ def test_delete(api):
     assert _names(api) == STANDARD
     response = api.delete('/resource_classes/CUSTOM_GONE')
     assert response.status_code == 404
-    assert _detail(response).endswith('No such resource class CUSTOM_GONE.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such resource class CUSTOM_GONE.  ')
 
 
 def test_delete_standard(api):
     response = api.delete('/resource_classes/VCPU')
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Error in delete resource class: Cannot delete standard resource '
         'class VCPU.  ')
 
@@ -354,7 +349,7 @@ def test_delete_in_use(api, backend):
     _use_in_inventory(backend.engine, 'CUSTOM_GOLD')
     response = api.delete('/resource_classes/CUSTOM_GOLD')
     assert response.status_code == 409
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Error in delete resource class: Cannot delete resource class '
         'CUSTOM_GOLD. Class is in use in inventory.  ')
     assert 'CUSTOM_GOLD' in _names(api)
@@ -412,7 +407,7 @@ def test_policy_checked_first(api, method, path, version, action):
     response = api.request(method, path, version=version, token='user',
                            json={'name': 'not valid'})
     assert response.status_code == 403
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Policy does not allow placement:resource_classes:%s to be '
         'performed.  ' % action)
 

@@ -67,7 +67,7 @@ def test_generation_moves_only_on_change(api, path):
     # ... but a stale generation is refused even when nothing would change.
     stale = _put(api, path, ['HW_CPU_X86_VMX'], 0)
     assert stale.status_code == 409
-    assert stale.json['errors'][0]['code'] == 'placement.concurrent_update'
+    assert error_text.code(stale) == 'placement.concurrent_update'
     assert error_text.detail(stale).endswith(
         "Resource provider's generation already changed. Please update the "
         "generation and try again.")

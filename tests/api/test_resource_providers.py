@@ -5,6 +5,7 @@ import uuid as uuidlib
 import pytest
 
 import conftest
+import error_text
 from placement.db import resource_provider as rp_db
 from placement.db import tables
 import sql_rows
@@ -14,14 +15,6 @@ RP_PATH = '/resource_providers'
 
 def _uuid():
     return str(uuidlib.uuid4())
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail'].rstrip()
-
-
-def _code(response):
-    return response.json['errors'][0].get('code')
 
 
 def _create(api, name, uuid=None, parent=None, version='1.39'):
@@ -78,7 +71,7 @@ class TestCreate:
         response = api.post(RP_PATH, version='1.13', json={
             'name': 'child', 'parent_provider_uuid': _uuid()})
         assert response.status_code == 400
-        assert 'JSON does not validate' in _detail(response)
+        assert 'JSON does not validate' in error_text.detail(response)
 
     @pytest.mark.parametrize('same', [True, False])
     def test_bad_parent(self, api, same):
@@ -90,26 +83,26 @@ class TestCreate:
         reason = ('parent provider UUID cannot be same as UUID. Please set '
                   'parent provider UUID to None if there is no parent.'
                   if same else 'parent provider UUID does not exist.')
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Unable to create resource provider "child", %s: Object action '
             'create failed because: %s' % (uuid, reason))
 
     def test_empty_name(self, api):
         response = api.post(RP_PATH, json={'name': ''})
         assert response.status_code == 400
-        assert _detail(response).endswith('name is required')
+        assert error_text.detail(response).endswith('name is required')
 
     def test_duplicates(self, api):
         uuid = _uuid()
         _create(api, 'taken', uuid)
         by_uuid = api.post(RP_PATH, json={'name': 'other', 'uuid': uuid})
         assert by_uuid.status_code == 409
-        assert _detail(by_uuid).endswith(
+        assert error_text.detail(by_uuid).endswith(
             'Conflicting resource provider uuid: %s already exists.' % uuid)
-        assert _code(by_uuid) == 'placement.duplicate_name'
+        assert error_text.code(by_uuid) == 'placement.duplicate_name'
         by_name = api.post(RP_PATH, json={'name': 'taken'})
         assert by_name.status_code == 409
-        assert _detail(by_name).endswith(
+        assert error_text.detail(by_name).endswith(
             'Conflicting resource provider name: taken already exists.')
 
     def test_bad_bodies(self, api):
@@ -117,7 +110,7 @@ class TestCreate:
                      {'uuid': _uuid()}, {'name': 'x', 'spam': 1}, []):
             response = api.post(RP_PATH, json=body)
             assert response.status_code == 400, body
-            assert 'JSON does not validate' in _detail(response)
+            assert 'JSON does not validate' in error_text.detail(response)
 
     def test_unicode_name(self, api):
         uuid = _uuid()
@@ -157,7 +150,7 @@ class TestShow:
         missing = _uuid()
         response = api.get(RP_PATH + '/' + missing)
         assert response.status_code == 404
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'No resource provider with uuid %s found' % missing)
 
     def test_links_under_a_prefix(self, api_factory):
@@ -188,7 +181,7 @@ class TestList:
     def test_query_schema_by_version(self, api, version, accepted):
         response = api.get(RP_PATH + '?spam=1', version=version)
         assert response.status_code == 400
-        detail = _detail(response)
+        detail = error_text.detail(response)
         assert detail.split('\n\n ')[1].startswith(
             "Invalid query string parameters: Additional properties are not "
             "allowed ('spam' was unexpected)")
@@ -199,7 +192,7 @@ class TestList:
     def test_query_uuid_needs_dashes(self, api):
         response = api.get(RP_PATH + '?uuid=' + uuidlib.uuid4().hex)
         assert response.status_code == 400
-        assert "is not a 'uuid'" in _detail(response)
+        assert "is not a 'uuid'" in error_text.detail(response)
 
     def test_in_tree(self, api):
         root = _create(api, 'root').json['uuid']
@@ -285,14 +278,14 @@ class TestResourcesFilter:
     def test_unknown_class(self, api):
         response = api.get(RP_PATH + '?resources=CUSTOM_NOPE:1')
         assert response.status_code == 400
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Invalid resource class in resources parameter: No such '
             'resource class CUSTOM_NOPE.')
 
     def test_syntax_error(self, api):
         response = api.get(RP_PATH + '?resources=VCPU')
         assert response.status_code == 400
-        assert _detail(response).endswith('Got: VCPU.')
+        assert error_text.detail(response).endswith('Got: VCPU.')
 
 
 class TestTraitAndAggregateFilters:
@@ -335,7 +328,7 @@ class TestTraitAndAggregateFilters:
     def test_unknown_trait(self, api):
         response = api.get(RP_PATH + '?required=HW_CPU_X86_VMX,CUSTOM_NOPE')
         assert response.status_code == 400
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Invalid trait(s) in "required" parameter: No such trait(s): '
             'CUSTOM_NOPE.')
 
@@ -357,10 +350,10 @@ class TestTraitAndAggregateFilters:
         agg1, agg2 = providers
         twice = '?member_of=%s&member_of=%s' % (agg1, agg2)
         response = api.get(RP_PATH + twice, version='1.23')
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Multiple member_of parameters are not supported')
         response = api.get(RP_PATH + '?member_of=!' + agg1, version='1.31')
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Forbidden member_of parameters are not supported in the '
             'specified microversion')
         response = api.get(RP_PATH + '?member_of=' + agg1, version='1.2')
@@ -390,8 +383,8 @@ class TestUpdate:
         uuid = _create(api, 'mine').json['uuid']
         response = api.put(RP_PATH + '/' + uuid, json={'name': 'taken'})
         assert response.status_code == 409
-        assert _code(response) == 'placement.duplicate_name'
-        assert _detail(response).endswith(
+        assert error_text.code(response) == 'placement.duplicate_name'
+        assert error_text.detail(response).endswith(
             'Conflicting resource provider taken already exists.')
 
     def test_missing_provider_before_body(self, api):
@@ -414,7 +407,7 @@ class TestUpdate:
 
     def _refused(self, response, uuid, reason, action='update'):
         assert response.status_code == 400
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Unable to save resource provider %s: Object action %s failed '
             'because: %s' % (uuid, action, reason))
 
@@ -497,7 +490,7 @@ class TestDelete:
                 assert conn.execute(table.select()).first() is None
         missing = api.delete(path)
         assert missing.status_code == 404
-        assert _detail(missing).endswith(
+        assert error_text.detail(missing).endswith(
             'No resource provider with uuid %s found for delete' % uuid)
 
     def test_parent_is_kept(self, api):
@@ -505,9 +498,9 @@ class TestDelete:
         _create(api, 'child', parent=parent)
         response = api.delete(RP_PATH + '/' + parent)
         assert response.status_code == 409
-        assert _code(response) == (
+        assert error_text.code(response) == (
             'placement.resource_provider.cannot_delete_parent')
-        assert _detail(response).endswith(
+        assert error_text.detail(response).endswith(
             'Unable to delete parent resource provider %s: It has child '
             'resource providers.' % parent)
 
@@ -517,8 +510,8 @@ class TestDelete:
             sql_rows.allocate(conn, provider['id'], {'VCPU': 1})
         response = api.delete(RP_PATH + '/' + provider['uuid'])
         assert response.status_code == 409
-        assert _code(response) == 'placement.resource_provider.inuse'
-        assert _detail(response).endswith(
+        assert error_text.code(response) == 'placement.resource_provider.inuse'
+        assert error_text.detail(response).endswith(
             'Unable to delete resource provider %s: Resource provider has '
             'allocations.' % provider['uuid'])
 
@@ -545,6 +538,6 @@ def test_generation_race_has_one_winner(app, api):
               if response.status_code == 200][0]
     for _trait, response in results:
         if response.status_code == 409:
-            assert _code(response) == 'placement.concurrent_update'
+            assert error_text.code(response) == 'placement.concurrent_update'
     current = api.get(path).json
     assert current == {'traits': [winner], 'resource_provider_generation': 1}

@@ -7,9 +7,9 @@ import re
 
 import os_traits
 import pytest
-import sqlalchemy as sa
 
-from placement.db import tables
+import error_text
+import sql_rows
 
 STANDARD = sorted(os_traits.get_traits())
 INVALID = ('The trait is invalid. A valid trait must be no longer than 255 '
@@ -19,10 +19,6 @@ BAD_NAME = ('Badly formatted name parameter. Expected name query string '
             'parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. '
             'Got: "%s"')
 HTTP_DATE = r'^\w+, \d+ \w+ \d{4} [\d:]+ GMT$'
-
-
-def _detail(response):
-    return response.json['errors'][0]['detail']
 
 
 def _list(api, query=''):
@@ -40,13 +36,9 @@ def _create(api, *names):
 def _associate(engine, name):
     """Give a provider the trait (no provider API yet)."""
     with engine.begin() as conn:
-        trait_id = conn.execute(sa.select(tables.traits.c.id).where(
-            tables.traits.c.name == name)).scalar_one()
-        rp_id = conn.execute(tables.resource_providers.insert().values(
-            uuid='0c4a2b6e-3f1d-4e8a-9b7c-5d6e7f8a9b0c', name='rp1',
-            generation=0)).inserted_primary_key[0]
-        conn.execute(tables.resource_provider_traits.insert().values(
-            trait_id=trait_id, resource_provider_id=rp_id))
+        rp = sql_rows.provider(
+            conn, 'rp1', '0c4a2b6e-3f1d-4e8a-9b7c-5d6e7f8a9b0c')
+        sql_rows.traits(conn, rp['id'], [name])
 
 
 # -- version gates --------------------------------------------------------------
@@ -86,7 +78,7 @@ def test_put_creates_then_confirms(api, version):
 def test_put_invalid_name(api, name):
     response = api.put('/traits/' + name)
     assert response.status_code == 400
-    assert _detail(response).endswith(INVALID + '  ')
+    assert error_text.raw_detail(response).endswith(INVALID + '  ')
 
 
 def test_put_name_of_255_characters(api):
@@ -129,7 +121,8 @@ def test_get_existing(api, name):
 def test_get_missing(api):
     response = api.get('/traits/NON_EXISTED')
     assert response.status_code == 404
-    assert _detail(response).endswith('No such trait(s): NON_EXISTED.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such trait(s): NON_EXISTED.  ')
 
 
 def test_get_ignores_accept(api):
@@ -163,13 +156,14 @@ def test_delete(api):
     assert api.get('/traits/CUSTOM_TRAIT_1').status_code == 404
     response = api.delete('/traits/CUSTOM_TRAIT_1')
     assert response.status_code == 404
-    assert _detail(response).endswith('No such trait(s): CUSTOM_TRAIT_1.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such trait(s): CUSTOM_TRAIT_1.  ')
 
 
 def test_delete_standard(api):
     response = api.delete('/traits/HW_CPU_X86_SSE')
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Cannot delete standard trait HW_CPU_X86_SSE.  ')
     assert api.get('/traits/HW_CPU_X86_SSE').status_code == 204
 
@@ -177,7 +171,8 @@ def test_delete_standard(api):
 def test_delete_unknown_non_custom(api):
     response = api.delete('/traits/NOPE')
     assert response.status_code == 404
-    assert _detail(response).endswith('No such trait(s): NOPE.  ')
+    assert error_text.raw_detail(response).endswith(
+        'No such trait(s): NOPE.  ')
 
 
 def test_delete_in_use(api, backend):
@@ -185,7 +180,7 @@ def test_delete_in_use(api, backend):
     _associate(backend.engine, 'CUSTOM_TRAIT_1')
     response = api.delete('/traits/CUSTOM_TRAIT_1')
     assert response.status_code == 409
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'The trait CUSTOM_TRAIT_1 is in use by a resource provider.  ')
     assert api.get('/traits/CUSTOM_TRAIT_1').status_code == 204
 
@@ -233,7 +228,7 @@ def test_list_empty_prefix_is_everything(api):
 def test_list_bad_name_filter(api, value):
     response = api.get('/traits?name=' + value)
     assert response.status_code == 400
-    assert _detail(response).endswith(BAD_NAME % value + '  ')
+    assert error_text.raw_detail(response).endswith(BAD_NAME % value + '  ')
 
 
 def test_list_associated_filter(api, backend):
@@ -262,7 +257,7 @@ def test_list_associated_is_case_insensitive(api, backend):
 def test_list_associated_invalid(api, value):
     response = api.get('/traits?associated=' + value)
     assert response.status_code == 400
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'The query parameter "associated" only accepts "true" or "false"  ')
 
 
@@ -270,7 +265,8 @@ def test_list_unknown_parameter(api):
     response = api.get('/traits?invalid=abc')
     assert response.status_code == 400
     assert ('Invalid query string parameters: Additional properties are not '
-            "allowed ('invalid' was unexpected)") in _detail(response)
+            "allowed ('invalid' was unexpected)") in (
+        error_text.raw_detail(response))
 
 
 # -- policy -----------------------------------------------------------------------
@@ -285,7 +281,7 @@ def test_list_unknown_parameter(api):
 def test_policy_checked_first(api, method, path, action):
     response = api.request(method, path, token='user')
     assert response.status_code == 403
-    assert _detail(response).endswith(
+    assert error_text.raw_detail(response).endswith(
         'Policy does not allow placement:traits:%s to be performed.  '
         % action)
 

@@ -5,6 +5,7 @@ import pytest
 
 from placement.db import inventory as inv_db
 
+import error_text
 import sql_rows
 
 
@@ -25,10 +26,6 @@ def provider(backend):
     return rp
 
 
-def _detail(response):
-    return response.json['errors'][0]['detail']
-
-
 def test_provider_usages(api, provider):
     path = '/resource_providers/%s/usages' % provider['uuid']
     response = api.get(path, version='1.0')
@@ -47,7 +44,7 @@ def test_provider_usages_missing_provider(api):
     response = api.get('/resource_providers/%s/usages' % missing)
     assert response.status_code == 404
     message = 'No resource provider with uuid %s found' % missing
-    assert '%s: %s' % (message, message) in _detail(response)
+    assert '%s: %s' % (message, message) in error_text.raw_detail(response)
 
 
 def test_total_usages_before_1_38(api, provider):
@@ -64,7 +61,8 @@ def test_total_usages_before_1_38(api, provider):
     response = api.get('/usages?project_id=p&consumer_type=all',
                        version='1.37')
     assert response.status_code == 400
-    assert 'Additional properties are not allowed' in _detail(response)
+    assert 'Additional properties are not allowed' in (
+        error_text.raw_detail(response))
 
 
 def test_total_usages_by_consumer_type(api, provider):
@@ -90,8 +88,8 @@ def test_total_usages_by_consumer_type(api, provider):
 def test_total_usages_bad_query(api, query, expected):
     response = api.get('/usages' + query)
     assert response.status_code == 400
-    assert 'Invalid query string parameters' in _detail(response)
-    assert expected in _detail(response)
+    assert 'Invalid query string parameters' in error_text.raw_detail(response)
+    assert expected in error_text.raw_detail(response)
 
 
 def test_total_usages_policy_target_is_the_queried_project(api, provider):

@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+import error_text
+
 pytestmark = pytest.mark.integration
 
 # The microversions Nova's report client asks for, per kind of call.
@@ -86,7 +88,7 @@ class ReportClient:
                 self.generations[rp_uuid] = response.json[
                     'resource_provider_generation']
                 return response.json
-            assert response.json['errors'][0]['code'] == (
+            assert error_text.code(response) == (
                 'placement.concurrent_update')
             self.conflicts += 1
             self.refresh(rp_uuid)
@@ -246,7 +248,7 @@ def test_compute_node_life(client, api):
     # A second scheduler racing for the same instance loses.
     lost = client.claim(instance, chosen['allocations'], None,
                         expect=(409,))
-    assert lost.json['errors'][0]['code'] == 'placement.concurrent_update'
+    assert error_text.code(lost) == 'placement.concurrent_update'
     assert client.usages(source.numa[0]) == {'VCPU': 2, 'MEMORY_MB': 1024}
 
     # Migration: the source allocations move to the migration record...
@@ -314,7 +316,7 @@ def test_compute_node_life(client, api):
         'SRIOV_NET_VF'] = 1
     stale = client.claim(instance, with_port,
                          healed['consumer_generation'] - 1, expect=(409,))
-    assert stale.json['errors'][0]['code'] == 'placement.concurrent_update'
+    assert error_text.code(stale) == 'placement.concurrent_update'
     client.claim(instance, with_port, healed['consumer_generation'])
     assert client.allocations(instance)['consumer_generation'] == (
         healed['consumer_generation'] + 1)
@@ -332,7 +334,7 @@ def test_compute_node_life(client, api):
     for host in (source, dest):
         refused = client.call('DELETE', '/resource_providers/' + host.root,
                               CONSUMER_TYPES, expect=(409,))
-        assert refused.json['errors'][0]['code'] == (
+        assert error_text.code(refused) == (
             'placement.resource_provider.cannot_delete_parent')
     for rp in (source.pf + source.numa + [source.root]
                + dest.pf + [gpu] + dest.numa + [dest.root]):

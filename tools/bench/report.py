@@ -1,10 +1,10 @@
-"""Tables of results, printed and optionally kept in tools/README.md."""
+"""Tables of results, printed and optionally kept in tools/bench/RESULTS.md."""
 import math
 import os
 import statistics
 
-README = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'README.md')
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'RESULTS.md')
 RESULTS_MARKER = '<!-- benchmark results: newest first -->'
 
 
@@ -150,13 +150,13 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
 
 def save_markdown(heading, body):
     """Insert a dated section under the results marker, keeping older ones."""
-    with open(README) as readme:
-        text = readme.read()
+    with open(RESULTS) as results:
+        text = results.read()
     section = '%s\n\n%s\n' % (heading, body)
     if RESULTS_MARKER in text:
         text = text.replace(RESULTS_MARKER,
                             RESULTS_MARKER + '\n\n' + section, 1)
     else:
         text = text.rstrip('\n') + '\n\n' + RESULTS_MARKER + '\n\n' + section
-    with open(README, 'w') as readme:
-        readme.write(text)
+    with open(RESULTS, 'w') as results:
+        results.write(text)

@@ -5,7 +5,7 @@
 
 Both servers run under gunicorn (noauth2) on fresh databases, receive the
 same seeded dataset over the REST API and the same requests, interleaved.
-See tools/README.md.
+See tools/README.md; results: tools/bench/RESULTS.md.
 """
 import argparse
 import datetime
@@ -47,7 +47,8 @@ def parse_args(argv):
     parser.add_argument('--quick', action='store_true',
                         help='small and short: for developing the harness')
     parser.add_argument('--markdown', action='store_true',
-                        help='also record the tables in tools/README.md')
+                        help='also record the tables in '
+                             'tools/bench/RESULTS.md')
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--skip', action='append', default=[],
                         choices=('latency', 'bug', 'scheduler'))
@@ -333,7 +334,7 @@ def main(argv=None):
             log('\n%s\n\n%s\n' % (heading, body))
             if args.markdown:
                 report.save_markdown(heading, body)
-                log('recorded in %s' % report.README)
+                log('recorded in %s' % report.RESULTS)
     except KeyboardInterrupt:
         log('interrupted; servers stopped')
         return 130

@@ -4,78 +4,43 @@ with data written straight into the tables.
 import uuid as uuidlib
 
 import pytest
-import sqlalchemy as sa
 
 from placement import candidates
 from placement.candidates import request as candidates_request
 from placement.db import resource_class as rc_db
-from placement.db import tables
-from placement.db import trait as trait_db
 from placement import exception
 
 import sql_rows
 
 
 class Builder:
-    """Providers with inventories, traits and aggregates, by name; each
-    committed at once.
+    """Providers with inventories, traits and aggregates, by name, written
+    with sql_rows; each committed at once. ``ids`` maps provider names to
+    ids, ``uuids`` every name (aggregates too) to its uuid.
     """
 
     def __init__(self, engine):
         self.engine = engine
         self.ids = {}
-        self.aggregates = {}
         self.uuids = {}
 
-    def provider(self, *args, **kwargs):
-        with self.engine.begin() as self.conn:
-            return self._provider(*args, **kwargs)
+    def provider(self, name, parent=None, inventory=None, traits=(),
+                 aggregates=()):
+        """``inventory``: {class: total or {field: value}}."""
+        with self.engine.begin() as conn:
+            row = sql_rows.provider(
+                conn, name, parent_id=self.ids[parent] if parent else None)
+            self.ids[name], self.uuids[name] = row['id'], row['uuid']
+            sql_rows.inventory(conn, row['id'], inventory)
+            sql_rows.traits(conn, row['id'], traits)
+            sql_rows.aggregates(conn, row['id'], [
+                self.uuids.setdefault(aggregate, str(uuidlib.uuid4()))
+                for aggregate in aggregates])
+            return row['id']
 
     def allocate(self, name, resources):
         with self.engine.begin() as conn:
             sql_rows.allocate(conn, self.ids[name], resources)
-
-    def _provider(self, name, parent=None, inventory=None, traits=(),
-                  aggregates=()):
-        rp = tables.resource_providers
-        uuid = str(uuidlib.uuid4())
-        parent_id = self.ids[parent] if parent else None
-        root = self.conn.execute(sa.select(rp.c.root_provider_id).where(
-            rp.c.id == parent_id)).scalar() if parent else None
-        ident = self.conn.execute(rp.insert().values(
-            uuid=uuid, name=name, generation=0, parent_provider_id=parent_id,
-            root_provider_id=root)).inserted_primary_key[0]
-        if root is None:
-            self.conn.execute(rp.update().where(rp.c.id == ident).values(
-                root_provider_id=ident))
-        self.ids[name], self.uuids[name] = ident, uuid
-        for rc, fields in (inventory or {}).items():
-            fields = fields if isinstance(fields, dict) else {'total': fields}
-            self.conn.execute(tables.inventories.insert().values(
-                resource_provider_id=ident,
-                resource_class_id=rc_db.get_by_name(self.conn, rc)['id'],
-                total=fields['total'], reserved=fields.get('reserved', 0),
-                min_unit=1, max_unit=fields.get('max_unit', fields['total']),
-                step_size=1,
-                allocation_ratio=fields.get('allocation_ratio', 1.0)))
-        for trait in traits:
-            trait_db.ensure(self.conn, trait)
-            self.conn.execute(tables.resource_provider_traits.insert().values(
-                resource_provider_id=ident,
-                trait_id=trait_db.get_by_name(self.conn, trait)['id']))
-        for aggregate in aggregates:
-            self.conn.execute(tables.resource_provider_aggregates.insert()
-                              .values(resource_provider_id=ident,
-                                      aggregate_id=self._aggregate(aggregate)))
-        return ident
-
-    def _aggregate(self, name):
-        if name not in self.aggregates:
-            self.uuids[name] = str(uuidlib.uuid4())
-            self.aggregates[name] = self.conn.execute(
-                tables.placement_aggregates.insert().values(
-                    uuid=self.uuids[name])).inserted_primary_key[0]
-        return self.aggregates[name]
 
 
 @pytest.fixture
