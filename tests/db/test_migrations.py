@@ -3,12 +3,13 @@
 Each test gets fresh, uniquely named databases that are dropped afterwards.
 Server URLs come from PLACEMENT_TEST_MYSQL_URL / PLACEMENT_TEST_PG_URL. An
 unreachable server skips its tests (with a warning), except under CI=true,
-where it fails them.
+where it fails them. The adoption tests run upstream's own migrations from
+the venv tools/integration-venvs.sh builds (.venv-upstream; see
+integration_venvs.upstream): without it they skip, or fail under CI=true.
 """
 
 import logging
 import os
-import pathlib
 import subprocess
 import threading
 import time
@@ -28,12 +29,11 @@ from placement.db import standard
 from placement.db import tables
 
 import conftest
+import integration_venvs
 
 HEAD = 'a082b8bb98d0'
 UPSTREAM_REVISIONS = ('b4ed3a175331', '611cd6dffd7b', 'b5c396305c25',
                       '422ece571366', HEAD)
-# A virtualenv with upstream openstack-placement, for the adoption tests.
-UPSTREAM_VENV = os.environ.get('PLACEMENT_UPSTREAM_VENV')
 DB_PREFIX = os.environ.get('PLACEMENT_TEST_DB_PREFIX', 'placement_test_')
 
 # Runs upstream's own migration code (a black box) up to a given revision.
@@ -323,13 +323,10 @@ def test_blocking_migrations(engine):
 # -- adoption of databases created by upstream placement ----------------------
 
 def _upstream_migrate(url, revision, tmp_path):
-    if not UPSTREAM_VENV:
-        pytest.skip('PLACEMENT_UPSTREAM_VENV (a venv with upstream '
-                    'openstack-placement) is not set')
-    venv = pathlib.Path(UPSTREAM_VENV)
+    # .venv-upstream from tools/integration-venvs.sh, or
+    # PLACEMENT_UPSTREAM_VENV; skipped without (failed under CI=true).
+    venv = integration_venvs.upstream()
     manage = venv / 'bin' / 'placement-manage'
-    if not manage.exists():
-        pytest.skip(f'upstream placement not installed at {venv}')
     conf = tmp_path / 'upstream-placement.conf'
     conf.write_text(f'[placement_database]\nconnection = {url}\n')
     # -I: never import this checkout's "placement" instead of upstream's.

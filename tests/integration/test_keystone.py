@@ -6,9 +6,11 @@ our service validates tokens with ``[api] auth_strategy = keystone`` and a
 token validation (200/401), the policy defaults for the personas of legacy
 and secure RBAC, and a clear 503 while Keystone is down.
 
-``PLACEMENT_COMPARE_UPSTREAM_VENV=/path/to/venv`` (see
-``wsgi_process.implementations``) runs the policy matrix against upstream
-as well, to check the expected table itself.
+The policy matrix runs against upstream as well, to check the expected
+table itself, whenever tools/integration-venvs.sh has built
+``.venv-upstream`` and always under CI=true (see
+``wsgi_process.implementations``; ``PLACEMENT_COMPARE_UPSTREAM_VENV=off``
+leaves upstream out).
 """
 import pytest
 import requests

@@ -10,8 +10,9 @@ allocations, allocation candidates and usages. Commands are sent with
 ``--os-endpoint``. Most go through ``openstack_cli_runner.py``, one process
 running ``openstackclient.shell.main`` per command (an ``openstack`` start
 costs seconds); ``test_openstack_script_matches_runner`` checks the real
-script gives the same answers. ``PLACEMENT_COMPARE_UPSTREAM_VENV`` (see
-``wsgi_process.implementations``) runs it all against upstream as well.
+script gives the same answers. It all runs against upstream as well when
+``.venv-upstream`` is built and under CI=true (see
+``wsgi_process.implementations``).
 """
 import json
 import pathlib

@@ -4,18 +4,19 @@
 tests/gunicorn_server.py (kept here for the modules that use them);
 ``placement_server`` serves this project's service, ours or upstream's,
 with a ``placement.conf`` written from a dict. ``integration_venv`` finds
-the separate virtualenvs that tools/integration-venvs.sh creates.
+the separate virtualenvs that tools/integration-venvs.sh creates, and
+``upstream_bin`` upstream placement's scripts.
 """
 import os
 import pathlib
 
-from conftest import unavailable
+from conftest import in_ci
 import gunicorn_server
 from gunicorn_server import free_port  # noqa: F401 (for other modules)
 from gunicorn_server import GunicornServer  # noqa: F401
 from gunicorn_server import write_config  # noqa: F401
+import integration_venvs
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 UPSTREAM_VENV_VARIABLE = 'PLACEMENT_COMPARE_UPSTREAM_VENV'
 
 
@@ -24,24 +25,44 @@ def integration_venv(name, executable):
 
     Skips loudly when the venv is missing (fails under CI=true).
     """
-    root = pathlib.Path(os.environ.get('PLACEMENT_INTEGRATION_VENVS') or REPO)
-    venv = root / name
-    # The script writes the stamp once the venv's install has succeeded.
-    if not (venv / '.integration-installed').exists():
-        unavailable('%s is missing or incomplete: run '
-                    'tools/integration-venvs.sh; these tests are NOT being '
-                    'run' % venv)
-    return venv / 'bin' / executable
+    return integration_venvs.venv(name) / 'bin' / executable
+
+
+def _compare_setting():
+    return os.environ.get(UPSTREAM_VENV_VARIABLE, '').strip()
 
 
 def implementations():
-    """The services to test: ours, and upstream's when
-    ``PLACEMENT_COMPARE_UPSTREAM_VENV`` names a venv with upstream
-    openstack-placement and gunicorn (to check the tests' expectations).
+    """The services to test: ours, and upstream's, to check the tests'
+    expectations against it.
+
+    Upstream takes part when ``PLACEMENT_COMPARE_UPSTREAM_VENV`` names a
+    venv with upstream openstack-placement and gunicorn; when it is unset,
+    whenever tools/integration-venvs.sh has built ``.venv-upstream`` (or
+    ``PLACEMENT_UPSTREAM_VENV`` names one), and always under CI=true (a
+    missing venv then fails its tests). ``PLACEMENT_COMPARE_UPSTREAM_VENV=off``
+    tests ours alone.
     """
-    if os.environ.get(UPSTREAM_VENV_VARIABLE):
+    setting = _compare_setting()
+    if setting.lower() == 'off':
+        return ['ours']
+    if setting or in_ci() or integration_venvs.upstream_configured():
         return ['ours', 'upstream']
     return ['ours']
+
+
+def upstream_bin(executable):
+    """Path to upstream's ``executable`` (gunicorn, placement-manage,
+    placement-status): in ``PLACEMENT_COMPARE_UPSTREAM_VENV`` when it names
+    a venv, else in ``integration_venvs.upstream()`` (skips loudly when
+    missing, fails under CI=true).
+    """
+    setting = _compare_setting()
+    if setting and setting.lower() != 'off':
+        venv = pathlib.Path(setting).resolve()
+    else:
+        venv = integration_venvs.upstream()
+    return venv / 'bin' / executable
 
 
 def placement_server(workdir, sections=None, implementation='ours',
@@ -53,7 +74,6 @@ def placement_server(workdir, sections=None, implementation='ours',
     """
     gunicorn = None
     if implementation == 'upstream':
-        gunicorn = pathlib.Path(
-            os.environ[UPSTREAM_VENV_VARIABLE]) / 'bin' / 'gunicorn'
+        gunicorn = upstream_bin('gunicorn')
     return gunicorn_server.placement_server(workdir, sections, gunicorn,
                                             **server)
