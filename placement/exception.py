@@ -1,8 +1,26 @@
-"""Errors the data layer raises; the API maps them to HTTP statuses."""
+"""Errors the core raises; the API maps them to HTTP statuses."""
+
+
+# Error codes clients match on (error bodies carry them from 1.23).
+ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
+QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
+QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 
 
 class PlacementError(Exception):
-    """Base of data-layer errors; the message is client-facing."""
+    """Base of the core's errors; the message is client-facing, and
+    ``code`` the error code a client may match on (None: the default).
+    """
+
+    def __init__(self, message='', code=None):
+        super().__init__(message)
+        self.code = code
+
+
+class BadInput(PlacementError):
+    """The request itself is malformed: a query string or body that does
+    not parse or validate (400).
+    """
 
 
 class NotFound(PlacementError):

@@ -1,6 +1,6 @@
 """/allocation_candidates (1.10+): the query language is parsed by
-placement.candidates.request and answered by placement.candidates; this
-module only shapes the response for the request's microversion.
+placement.querylang and answered by placement.candidates; this module
+only shapes the response for the request's microversion.
 """
 import flask
 
@@ -10,10 +10,8 @@ from placement.api import metrics
 from placement.api import microversion
 from placement.api import wsgi
 from placement import candidates
-from placement.candidates import request as candidates_request
 from placement import exception
 from placement.policies import allocation_candidate as policies
-from placement.schemas import allocation_candidate as schema
 
 blueprint = flask.Blueprint('allocation_candidates', __name__)
 
@@ -75,9 +73,7 @@ _SUMMARY_VIEW = {
 @wsgi.handler(min_version='1.10')
 def list_allocation_candidates():
     wsgi.authorize(policies.LIST)
-    wsgi.query(microversion.by_version(schema.GET))
-    request = candidates_request.from_query(
-        flask.request.args, microversion.current())
+    request = explain.parse_request()
     settings = candidates.Settings.from_conf(wsgi.conf())
     with candidates.gc_paused():
         # Only the encoded response outlives the block.

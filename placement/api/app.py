@@ -76,7 +76,7 @@ def _flask_app(conf, engine):
     app.register_error_handler(errors.PlacementHTTPError, _render_error)
     app.register_error_handler(microversion.NotAvailable, _not_available)
     app.register_error_handler(http_exceptions.HTTPException, _http_exception)
-    app.register_error_handler(exception.ConcurrentUpdate, _lost_race)
+    app.register_error_handler(exception.PlacementError, _domain_error)
     app.register_error_handler(sqlalchemy.exc.DBAPIError, _database_error)
     app.register_error_handler(Exception, _unexpected)
     return app
@@ -188,10 +188,21 @@ def _declared_order(methods):
     return [method for _index, method in sorted(found)]
 
 
-def _lost_race(exc):
-    """A write that lost a race where its handler words nothing better."""
-    return _render_error(errors.Conflict(str(exc),
-                                         code=errors.CONCURRENT_UPDATE))
+# What a domain error answers where its handler words nothing better, the
+# first match winning.
+_DOMAIN_ERRORS = (
+    (exception.NotFound, errors.NotFound, None),
+    (exception.Duplicate, errors.Conflict, None),
+    (exception.InUse, errors.Conflict, None),
+    (exception.ConcurrentUpdate, errors.Conflict, errors.CONCURRENT_UPDATE),
+    (exception.PlacementError, errors.BadRequest, None),
+)
+
+
+def _domain_error(exc):
+    for domain, http_error, code in _DOMAIN_ERRORS:
+        if isinstance(exc, domain):
+            return _render_error(http_error(str(exc), code=exc.code or code))
 
 
 def _database_error(exc):

@@ -7,6 +7,9 @@ same as every other OpenStack service produces for a given Accept header.
 import webob.exc
 
 from placement.api import microversion
+from placement.exception import ILLEGAL_DUPLICATE_QUERYPARAM  # noqa: F401
+from placement.exception import QUERYPARAM_BAD_VALUE  # noqa: F401
+from placement.exception import QUERYPARAM_MISSING_VALUE  # noqa: F401
 
 DEFAULT = 'placement.undefined_code'
 INVENTORY_INUSE = 'placement.inventory.inuse'
@@ -16,9 +19,6 @@ PROVIDER_IN_USE = 'placement.resource_provider.inuse'
 PROVIDER_CANNOT_DELETE_PARENT = (
     'placement.resource_provider.cannot_delete_parent')
 RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
-ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
-QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
-QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 
 # Version at which error bodies start carrying a ``code``.
 CODE_MIN_VERSION = (1, 23)

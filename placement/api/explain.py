@@ -17,17 +17,15 @@ import logging
 
 import flask
 import microversion_parse
-from werkzeug import test as werkzeug_test
 
 from placement.api import errors
 from placement.api import microversion
 from placement.api import wsgi
 from placement import candidates
 from placement.candidates import explain
-from placement.candidates import request as candidates_request
 from placement import exception
 from placement.policies import explain as policies
-from placement.schemas import allocation_candidate as schema
+from placement import querylang
 
 LOG = logging.getLogger(__name__)
 
@@ -75,32 +73,10 @@ def explain_allocation_candidates():
 
 def parse_request():
     """The current request's query string as GET /allocation_candidates
-    parses it (errors.BadRequest with its messages).
+    parses it (exception.BadInput with its messages).
     """
-    wsgi.query(microversion.by_version(schema.GET))
-    return candidates_request.from_query(
-        flask.request.args, microversion.current())
-
-
-def parse_query_string(query_string, version='latest'):
-    """``parse_request`` outside a web request (placement-manage):
-    (request, version) for ``query_string`` at ``version``.
-
-    Raises microversion.VersionError for a bad version, errors.BadRequest
-    for a bad query string or a version without allocation candidates.
-    """
-    environ = werkzeug_test.EnvironBuilder(
-        path=PATH, query_string=query_string,
-        headers={microversion.HEADER: 'placement %s' % version},
-    ).get_environ()
-    parsed = microversion.extract(environ)
-    if parsed < microversion.parse(MIN_VERSION):
-        raise errors.BadRequest(
-            'Allocation candidates exist from microversion %s.'
-            % MIN_VERSION)
-    environ[microversion.ENVIRON_KEY] = parsed
-    with flask.Flask(__name__).request_context(environ):
-        return parse_request(), parsed
+    return querylang.parse(flask.request.args.items(multi=True),
+                           microversion.current())
 
 
 def log_no_candidates(request, settings):

@@ -9,11 +9,13 @@ import functools
 import flask
 import microversion_parse
 
+from placement import versions
+from placement.versions import MAX_VERSION  # noqa: F401
+from placement.versions import MIN_VERSION
+from placement.versions import parse
+from placement.versions import VERSIONS
+
 SERVICE_TYPE = 'placement'
-MIN_VERSION = (1, 0)
-MAX_VERSION = (1, 39)
-VERSIONS = ['%d.%d' % (MIN_VERSION[0], minor)
-            for minor in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
 ENVIRON_KEY = 'placement.microversion'
 # Lower case, as upstream sends it: clients match the Vary value literally.
 HEADER = 'openstack-api-version'
@@ -59,11 +61,6 @@ def is_at_least(minimum):
     return current() >= minimum
 
 
-def parse(text):
-    major, minor = text.split('.')
-    return int(major), int(minor)
-
-
 def gate(min_version=None, max_version=None):
     """Hide a handler (404) outside [min_version, max_version]."""
     low = parse(min_version) if min_version else MIN_VERSION
@@ -85,11 +82,4 @@ def by_version(choices, version=None):
     """Pick the value whose version key is the highest one not above the
     request's (or ``version``'s): ``by_version({'1.0': a, '1.12': b})``.
     """
-    ordered = sorted((parse(k), v) for k, v in choices.items())
-    if version is None:
-        version = current()
-    chosen = None
-    for key, value in ordered:
-        if version >= key:
-            chosen = value
-    return chosen
+    return versions.pick(choices, current() if version is None else version)

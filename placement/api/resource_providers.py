@@ -5,7 +5,6 @@ import flask
 
 from placement.api import errors
 from placement.api import microversion
-from placement.api import query
 from placement.api import wsgi
 from placement import candidates
 from placement.candidates import request as candidates_request
@@ -14,6 +13,8 @@ from placement.db import resource_provider as rp_db
 from placement.db import trait as trait_db
 from placement import exception
 from placement.policies import resource_provider as policies
+from placement import querylang
+from placement.schemas import allocation_candidate as candidate_schema
 from placement.schemas import resource_provider as schema
 
 blueprint = flask.Blueprint('resource_providers', __name__)
@@ -88,18 +89,18 @@ def list_resource_providers():
     }))
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
     version = microversion.current()
-    args = flask.request.args
+    pairs = list(flask.request.args.items(multi=True))
     # Parsed in upstream's order, which decides the error reported first.
     group = candidates_request.Group(in_tree=params.get('in_tree'))
     if 'member_of' in params:
-        group.member_of, group.forbidden_aggs = query.member_of(
-            args.getlist('member_of'), version)
+        group.member_of, group.forbidden_aggs = querylang.member_of(
+            querylang.values_of(pairs, 'member_of'), version)
     if 'required' in params:
-        group.required, group.forbidden = query.required_traits(
-            args.getlist('required'), version)
+        group.required, group.forbidden = querylang.required_traits(
+            querylang.values_of(pairs, 'required'), version)
     if 'resources' in params:
-        group.resources = query.resources(params['resources'])
-    filtered = any(key in params for key in candidates_request.GROUP_KEYS)
+        group.resources = querylang.resources(params['resources'])
+    filtered = any(key in params for key in candidate_schema.GROUP_KEYS)
     rows = wsgi.read(_list, filters, group if filtered else None)
     return wsgi.json_response(
         {'resource_providers': list(map(viewer(), rows))},
@@ -115,7 +116,7 @@ def _list(conn, filters, group):
         # Named as upstream names them: every unknown trait, then the
         # first unknown class.
         try:
-            trait_db.ids_by_name(conn, query.trait_names(
+            trait_db.ids_by_name(conn, candidates_request.trait_names(
                 group.required, group.forbidden))
         except exception.NotFound as exc:
             raise errors.BadRequest(

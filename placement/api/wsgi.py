@@ -7,22 +7,18 @@ import json
 import math
 
 import flask
-import jsonschema
 import orjson
-from oslo_utils import uuidutils
 from werkzeug import http as werkzeug_http
 
 from placement.api import errors
 from placement.api import microversion
 from placement.db import engine as db_engine
 from placement import policy
+from placement import validation
 
 JSON = 'application/json'
 # Version from which GET responses carry cache headers.
 CACHE_HEADERS_VERSION = (1, 15)
-
-_VALIDATOR_CACHE = {}
-
 
 def handler(min_version=None, max_version=None, content=False, accept=True):
     """Wrap a view with Placement's per-request contract.
@@ -81,30 +77,6 @@ def engine():
 
 def conf():
     return flask.current_app.config['PLACEMENT_CONF']
-
-
-# As upstream, request bodies check "uuid" like oslo's is_uuid_like (dashes
-# optional, braces or "urn:uuid:" allowed) while query strings keep
-# jsonschema's stricter check.
-_QUERY_FORMATS = jsonschema.FormatChecker()
-_BODY_FORMATS = jsonschema.FormatChecker()
-
-
-@_BODY_FORMATS.checks('uuid')
-def _is_uuid_like(instance):
-    return not isinstance(instance, str) or uuidutils.is_uuid_like(instance)
-
-
-def _validator(schema, formats):
-    key = (id(schema), id(formats))
-    validator = _VALIDATOR_CACHE.get(key)
-    if validator is None:
-        # The draft jsonschema.validate picks (upstream's choice): it decides
-        # e.g. whether 10.0 is an integer.
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator = validator_class(schema, format_checker=formats)
-        _VALIDATOR_CACHE[key] = validator
-    return validator
 
 
 def json_body(schema):
@@ -180,24 +152,17 @@ def _check_text(text):
         raise errors.BadRequest(SURROGATE_NOT_ALLOWED) from None
 
 
-def validate(data, schema, prefix='JSON does not validate',
-             formats=_BODY_FORMATS):
-    # The most relevant error, as jsonschema.validate (upstream) reports.
-    error = jsonschema.exceptions.best_match(
-        _validator(schema, formats).iter_errors(data))
-    if error is not None:
-        raise errors.BadRequest('%s: %s' % (prefix, error))
+def validate(data, schema):
+    """Check a body-like document against ``schema`` (BadInput)."""
+    validation.check(data, schema)
 
 
 def query(schema):
     """The query string as a dict (a repeated key keeps its last value),
     validated against ``schema``.
     """
-    params = flask.request.args.to_dict(flat=False)
-    params = {key: values[-1] for key, values in params.items()}
-    validate(params, schema, prefix='Invalid query string parameters',
-             formats=_QUERY_FORMATS)
-    return params
+    return validation.check_query(flask.request.args.items(multi=True),
+                                  schema)
 
 
 def json_response(data, status=200, last_modified=None):

@@ -14,7 +14,7 @@ import sys
 from werkzeug import serving
 
 from placement import conf as placement_conf
-from placement import service
+from placement.api import service
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778

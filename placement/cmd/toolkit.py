@@ -9,18 +9,18 @@
 """
 import json
 import sys
+import urllib.parse
 
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from placement.api import errors
-from placement.api import explain as explain_api
-from placement.api import microversion
 from placement import candidates
 from placement.candidates import explain
 from placement.db import audit
 from placement.db import engine as db_engine
 from placement import exception
+from placement import querylang
+from placement import versions
 
 OK, FOUND, ERROR = 0, 1, 2
 
@@ -71,12 +71,14 @@ def _explain(conf, engine):
     query = conf.command.query
     query = query.split('?', 1)[1] if '?' in query else query
     try:
-        request, _version = explain_api.parse_query_string(
-            query, conf.command.microversion)
-    except microversion.VersionError as exc:
+        version = versions.from_text(conf.command.microversion)
+    except versions.UnknownVersion as exc:
         return _fail('invalid microversion: %s' % exc)
-    except errors.PlacementHTTPError as exc:
-        return _fail(exc.detail)
+    try:
+        request = querylang.parse(
+            urllib.parse.parse_qsl(query, keep_blank_values=True), version)
+    except exception.BadInput as exc:
+        return _fail(str(exc))
     try:
         with engine.connect() as conn:
             explanation = explain.explain(

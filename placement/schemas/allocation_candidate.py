@@ -5,7 +5,12 @@ so that validation messages (which print the schema) read the same.
 """
 import copy
 
-from placement.candidates import request
+# The keys of a request group; from 1.25 they take a suffix naming it:
+# numbers before 1.33, then short words.
+GROUP_KEYS = ('resources', 'required', 'member_of', 'in_tree')
+NUMBERED_SUFFIX = r'[1-9][0-9]*'
+WORD_SUFFIX = r'[a-zA-Z0-9_-]{1,64}'
+LIMIT_PATTERN = '^[1-9][0-9]*$'
 
 _TEXT = {'type': ['string']}
 _PATTERN = '^%s(%s)?$'
@@ -28,7 +33,7 @@ GET_1_16 = copy.deepcopy(GET_1_10)
 GET_1_16['properties']['limit'] = {
     # Query values are strings; an integer would be accepted too.
     'type': ['integer', 'string'],
-    'pattern': request.LIMIT_PATTERN,
+    'pattern': LIMIT_PATTERN,
     'minimum': 1,
     'minLength': 1,
 }
@@ -45,7 +50,7 @@ for _key in ('resources', 'required', 'member_of'):
     del GET_1_25['properties'][_key]
 del GET_1_25['required']
 GET_1_25['patternProperties'] = _group_keys(
-    request.NUMBERED_SUFFIX, ('resources', 'required', 'member_of'))
+    NUMBERED_SUFFIX, ('resources', 'required', 'member_of'))
 GET_1_25['properties']['group_policy'] = {
     'type': 'string',
     'enum': ['none', 'isolate'],
@@ -53,11 +58,11 @@ GET_1_25['properties']['group_policy'] = {
 
 GET_1_31 = copy.deepcopy(GET_1_25)
 GET_1_31['patternProperties'].update(
-    _group_keys(request.NUMBERED_SUFFIX, ('in_tree',)))
+    _group_keys(NUMBERED_SUFFIX, ('in_tree',)))
 
 GET_1_33 = copy.deepcopy(GET_1_31)
 GET_1_33['patternProperties'] = _group_keys(
-    request.WORD_SUFFIX, request.GROUP_KEYS)
+    WORD_SUFFIX, GROUP_KEYS)
 
 GET_1_35 = copy.deepcopy(GET_1_33)
 GET_1_35['properties']['root_required'] = dict(_TEXT)

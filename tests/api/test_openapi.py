@@ -16,6 +16,7 @@ from placement.api import microversion
 from placement.api import openapi
 from placement.api import routes
 from placement.api import wsgi
+from placement import validation
 
 import error_text
 
@@ -114,8 +115,18 @@ class _Recorder:
     def __init__(self, monkeypatch):
         self.authorized = set()
         self.schemas = {}
-        for kind in ('json_body', 'query'):
-            monkeypatch.setattr(wsgi, kind, self._recording(kind))
+        original_body = wsgi.json_body
+        original_query = validation.check_query
+
+        def record_body(schema):
+            self._record('json_body', schema)
+            return original_body(schema)
+
+        def record_query(pairs, schema):
+            self._record('query', schema)
+            return original_query(pairs, schema)
+        monkeypatch.setattr(wsgi, 'json_body', record_body)
+        monkeypatch.setattr(validation, 'check_query', record_query)
         authorize = wsgi.authorize
 
         def recording_authorize(*args, **kwargs):
@@ -123,13 +134,8 @@ class _Recorder:
             return authorize(*args, **kwargs)
         monkeypatch.setattr(wsgi, 'authorize', recording_authorize)
 
-    def _recording(self, kind):
-        original = getattr(wsgi, kind)
-
-        def record(schema):
-            self.schemas[(flask.request.url_rule.endpoint, kind)] = schema
-            return original(schema)
-        return record
+    def _record(self, kind, schema):
+        self.schemas[(flask.request.url_rule.endpoint, kind)] = schema
 
     def reset(self):
         self.authorized.clear()

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from placement.db import engine as db_engine
 from placement.db import tables
-from placement import service
+from placement.api import service
 
 import error_text
 import gunicorn_server

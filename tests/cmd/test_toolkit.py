@@ -74,7 +74,7 @@ def test_explain_json_and_path(manage_cli, hosts):
     (['resources=VCPU:1', '--microversion', '1.9'],
      'Allocation candidates exist from microversion 1.10.'),
     (['resources=VCPU:1', '--microversion', '2.0'],
-     'invalid microversion: Unacceptable version header: 2.0'),
+     'invalid microversion: 2.0 is not a version from 1.0 to 1.39'),
 ])
 def test_explain_errors(manage_cli, hosts, args, message):
     status, out, err = manage_cli('candidates', 'explain', *args)

@@ -1,6 +1,7 @@
 """placement.candidates.find and matching_providers on every backend,
 with data written straight into the tables.
 """
+import urllib.parse
 import uuid as uuidlib
 
 import pytest
@@ -9,6 +10,7 @@ from placement import candidates
 from placement.candidates import request as candidates_request
 from placement.db import resource_class as rc_db
 from placement import exception
+from placement import querylang
 
 import sql_rows
 
@@ -51,18 +53,11 @@ def data(backend):
 @pytest.fixture
 def find(backend):
     def run(query, version=(1, 39), **settings):
-        args = _args(query)
-        request = candidates_request.from_query(args, version)
+        request = querylang.parse(urllib.parse.parse_qsl(query), version)
         with backend.engine.connect() as conn:
             return candidates.find(
                 conn, request, candidates.Settings(**settings))
     return run
-
-
-def _args(query):
-    from urllib import parse
-    from werkzeug import datastructures
-    return datastructures.MultiDict(parse.parse_qsl(query))
 
 
 @pytest.fixture

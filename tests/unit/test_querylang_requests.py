@@ -1,29 +1,31 @@
 """Parsing GET /allocation_candidates query strings into a Request, with
 the messages (and their precedence) observed on upstream.
 """
+import collections
 import urllib.parse
 
 import pytest
-from werkzeug import datastructures
 
-from placement.api import errors
-from placement.candidates import request
+from placement import exception
+from placement import querylang
 
 AGG1 = '11111111-2222-3333-4444-555555555555'
 AGG2 = '11111111-2222-3333-4444-666666666666'
 LATEST = (1, 39)
 
 
+Refusal = collections.namedtuple('Refusal', 'detail code')
+
+
 def parse(query, version=LATEST):
-    args = datastructures.MultiDict(
-        urllib.parse.parse_qsl(query, keep_blank_values=True))
-    return request.from_query(args, version)
+    return querylang.parse(
+        urllib.parse.parse_qsl(query, keep_blank_values=True), version)
 
 
 def error(query, version=LATEST):
-    with pytest.raises(errors.BadRequest) as info:
+    with pytest.raises(exception.BadInput) as info:
         parse(query, version)
-    return info.value
+    return Refusal(str(info.value), info.value.code)
 
 
 class TestGroups:
@@ -46,8 +48,12 @@ class TestGroups:
         assert parsed.groups[0].single_provider
 
     def test_numbered_suffixes_before_1_33(self):
-        parsed = parse('resources1=VCPU:1&resources_x=VCPU:1', (1, 25))
-        assert [g.suffix for g in parsed.groups] == ['1']
+        parsed = parse('resources1=VCPU:1&resources22=VCPU:1&group_policy=none',
+                       (1, 25))
+        assert [g.suffix for g in parsed.groups] == ['1', '22']
+        assert error('resources1=VCPU:1&resources_x=VCPU:1', (1, 25)).detail \
+            .startswith("Invalid query string parameters: 'resources_x' does "
+                        "not match any of the regexes")
 
     def test_in_tree_is_stripped(self):
         parsed = parse('resources=VCPU:1&in_tree=%20' + AGG1)
@@ -79,13 +85,13 @@ class TestRequestWide:
 
     def test_root_required_once(self):
         exc = error('resources=VCPU:1&root_required=A&root_required=B')
-        assert exc.code == errors.ILLEGAL_DUPLICATE_QUERYPARAM
+        assert exc.code == exception.ILLEGAL_DUPLICATE_QUERYPARAM
 
     def test_root_required_conflict(self):
         exc = error('resources=VCPU:1&root_required=A,!A')
         assert exc.detail == ('Conflicting required and forbidden traits '
                               'found in root_required: A')
-        assert exc.code == errors.QUERYPARAM_BAD_VALUE
+        assert exc.code == exception.QUERYPARAM_BAD_VALUE
 
     def test_root_required_has_no_any_of(self):
         assert 'only supported since microversion 1.39' in error(
@@ -132,7 +138,7 @@ class TestChecks:
 
     def test_resourceless_groups_from_1_36(self):
         exc = error('member_of1=' + AGG1)
-        assert exc.code == errors.QUERYPARAM_MISSING_VALUE
+        assert exc.code == exception.QUERYPARAM_MISSING_VALUE
         exc = error('resources1=VCPU:1&required2=A&group_policy=none')
         assert exc.detail == (
             'Resourceless suffixed group request should be specified in '

@@ -1,0 +1,54 @@
+"""JSON-schema validation of request bodies and query strings, reported
+with upstream's messages (``exception.BadInput``).
+"""
+import jsonschema
+from oslo_utils import uuidutils
+
+from placement import exception
+
+# As upstream, request bodies check "uuid" like oslo's is_uuid_like (dashes
+# optional, braces or "urn:uuid:" allowed) while query strings keep
+# jsonschema's stricter check.
+QUERY_FORMATS = jsonschema.FormatChecker()
+BODY_FORMATS = jsonschema.FormatChecker()
+BODY_PREFIX = 'JSON does not validate'
+QUERY_PREFIX = 'Invalid query string parameters'
+
+_VALIDATORS = {}
+
+
+@BODY_FORMATS.checks('uuid')
+def _is_uuid_like(instance):
+    return not isinstance(instance, str) or uuidutils.is_uuid_like(instance)
+
+
+def check(data, schema, prefix=BODY_PREFIX, formats=BODY_FORMATS):
+    """Raise BadInput with the most relevant error, as jsonschema.validate
+    (upstream) reports it, unless ``data`` is valid.
+    """
+    error = jsonschema.exceptions.best_match(
+        _validator(schema, formats).iter_errors(data))
+    if error is not None:
+        raise exception.BadInput('%s: %s' % (prefix, error))
+
+
+def check_query(pairs, schema):
+    """The query string's (key, value) ``pairs`` as a dict in which a
+    repeated key keeps its last value (as upstream's schemas see them),
+    checked against ``schema``.
+    """
+    params = dict(pairs)
+    check(params, schema, QUERY_PREFIX, QUERY_FORMATS)
+    return params
+
+
+def _validator(schema, formats):
+    key = (id(schema), id(formats))
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        # The draft jsonschema.validate picks (upstream's choice): it decides
+        # e.g. whether 10.0 is an integer.
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator = validator_class(schema, format_checker=formats)
+        _VALIDATORS[key] = validator
+    return validator

@@ -1,0 +1,80 @@
+"""Imports run one way: the HTTP and command-line adapters (placement.api,
+placement.cmd, placement.wsgi) over the core (query language, candidate
+engine, schemas, policies, configuration), over the data layer
+(placement.db). Only the adapters know about HTTP.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'placement'
+ADAPTERS = {'api', 'cmd', 'wsgi'}
+HTTP = {'flask', 'werkzeug', 'webob'}
+
+
+def _layer(module):
+    """'adapter', 'db', 'exception' or 'core' for a placement module."""
+    part = module.split('.')[1] if '.' in module else ''
+    if part in ADAPTERS:
+        return 'adapter'
+    if part in ('db', 'exception'):
+        return part
+    return 'core'
+
+
+# What each layer may import from placement.
+ALLOWED = {
+    'adapter': {'adapter', 'core', 'db', 'exception'},
+    'core': {'core', 'db', 'exception'},
+    'db': {'db', 'exception'},
+    'exception': set(),
+}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob('*.py')):
+        parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        yield '.'.join(parts), path
+
+
+def _imports(path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == 'placement':
+                for alias in node.names:
+                    yield 'placement.' + alias.name
+            else:
+                yield node.module
+
+
+@pytest.mark.parametrize('module, path', list(_modules()),
+                         ids=[module for module, _ in _modules()])
+def test_imports_follow_the_layers(module, path):
+    layer = _layer(module)
+    wrong = []
+    for imported in _imports(path):
+        top = imported.split('.')[0]
+        if top == 'placement' and imported != 'placement':
+            if _layer(imported) not in ALLOWED[layer]:
+                wrong.append(imported)
+        elif top in HTTP and layer != 'adapter':
+            wrong.append(imported)
+    assert not wrong, '%s (%s) imports %s' % (module, layer, wrong)
+
+
+def test_the_core_and_the_cli_load_no_http_framework():
+    loaded = subprocess.run(
+        [sys.executable, '-c',
+         'import sys; import placement.candidates, placement.querylang, '
+         'placement.candidates.explain, placement.cmd.toolkit; '
+         'print(sorted(m for m in %r if m in sys.modules))' % sorted(HTTP)],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == '[]'
