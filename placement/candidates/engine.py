@@ -17,7 +17,6 @@ import collections
 import dataclasses
 import itertools
 
-
 _NONE = frozenset()
 
 
@@ -50,7 +49,14 @@ class Universe:
     sharing trait), which is all the reasoning needs.
     """
 
-    def __init__(self):
+    def __init__(self, requested_classes=frozenset(), roots=None,
+                 narrowing=None):
+        # What the inventories were chosen for: the requested classes, the
+        # trees they were read from (None: all) and the sql.Narrowing that
+        # left rows out (None: none).
+        self.requested_classes = requested_classes
+        self.roots = roots
+        self.narrowing = narrowing
         self.root = {}
         self.inventory = {}
         self.by_class = collections.defaultdict(list)
@@ -65,10 +71,6 @@ class Universe:
         # ``_fresh`` on.
         self._kept = {}
         self._fresh = {}
-        # What the inventories were chosen for (candidates.load_universe).
-        self.requested_classes = set()
-        self.roots = None
-        self.narrowing = None
         # Roots of the trees whose rows of those classes were all read,
         # whatever the narrowing.
         self.complete_trees = set()
@@ -116,6 +118,17 @@ class Universe:
     def add_aggregate(self, provider, aggregate, root):
         self.root[provider] = root
         self.aggregates[provider].add(aggregate)
+
+    def mark_sharing(self, sharing_trait):
+        """The holders of the sharing trait (added already) share."""
+        self.sharing = set(self.trait_holders.get(sharing_trait, ()))
+
+    def add_share_anchor(self, provider, root):
+        """Sharing ``provider`` serves the tree rooted at ``root``."""
+        self.share_anchors[provider].add(root)
+
+    def add_parent(self, provider, parent):
+        self.parent[provider] = parent
 
     def fitting(self, rc, amount, tree=None):
         """The rows of class ``rc`` (of the tree rooted at ``tree``, if

@@ -30,14 +30,12 @@ import dataclasses
 import itertools
 import sys
 
-import sqlalchemy as sa
-
 from placement import candidates
 from placement.candidates import engine
+from placement.candidates import loading
+from placement.candidates import names as naming
 from placement.candidates import sql
 from placement.db import resource_provider as rp_db
-from placement.db import tables
-from placement import exception
 
 # Candidates are counted up to here (or up to limit/max, if higher): enough
 # to tell an operator "many", without generating an unbounded set.
@@ -195,18 +193,18 @@ class _Explainer:
     def run(self):
         request = self.request
         self.names = sql.lookup(self.conn,
-                                *candidates.names_mentioned(request))
-        self.needs = [candidates.group_need(group, self.names)
+                                *naming.names_mentioned(request))
+        self.needs = [naming.group_need(group, self.names)
                       for group in request.groups]
         blocked = self._unknown_names()
         self._lost_trees()
         # Explaining why a provider does not fit needs them all.
-        self.universe = candidates.load_universe(
+        self.universe = loading.load_universe(
             self.conn, request, self.needs, self.names, narrow=False)
         self.class_name = {i: n for n, i in self.names.classes.items()}
         self.trait_name = {i: n for n, i in self.names.traits.items()}
         self._load_providers()
-        anchor_ok = candidates.anchor_filter(
+        anchor_ok = loading.anchor_filter(
             request, self.names, self.universe)
         plan = self._plan(anchor_ok)
         # Groups are explained without root_required, which is reported
@@ -215,7 +213,7 @@ class _Explainer:
         if request.root_required or request.root_forbidden:
             self.open_plan = self._plan(lambda root: True)
         if request.same_subtrees:
-            candidates.load_ancestry(self.conn, self.open_plan)
+            loading.load_ancestry(self.conn, self.open_plan)
         self.anchor_ok = anchor_ok
         blocked = blocked or bool(self.request_reasons)
         if blocked:
@@ -236,17 +234,13 @@ class _Explainer:
         """Raise as find does for an unknown name it reports; when the
         endpoint gives up before reaching it, note it and return True.
         """
-        failure = candidates.first_unknown_name(self.request, self.names)
+        failure = naming.first_unknown_name(self.request, self.names)
         if failure is None:
             return False
         position, unknown = failure
-        if not candidates.finds_nothing_before(
+        if not loading.finds_nothing_before(
                 self.conn, self.request, self.names, self.needs, position):
-            if unknown.resource_class:
-                raise exception.Invalid(
-                    'Invalid resource class in resources parameter: %s'
-                    % unknown)
-            raise exception.Invalid(str(unknown))
+            raise naming.refusal(unknown)
         self.request_reasons.append(Reason(
             'unknown_name', 'The request names something that does not '
             'exist (%s); the groups before it already find nothing.'
@@ -293,8 +287,7 @@ class _Explainer:
                    if settings.max_candidates >= 0 else None)
         bound = min(max(n for n in (ceiling, limit, COUNT_BOUND) if n) + 1,
                     sys.maxsize)
-        stream = plan.candidates(
-            breadth_first=settings.strategy == candidates.BREADTH_FIRST)
+        stream = plan.candidates(breadth_first=settings.breadth_first)
         counted = sum(1 for _ in itertools.islice(stream, bound))
         found = counted if ceiling is None else min(counted, ceiling)
         complete = ceiling is not None or counted < bound
@@ -558,7 +551,7 @@ class _Explainer:
         if pools:
             hints.append('%s in an aggregate with it but without trait %s'
                          % (_named([self._provider_label(p) for p in pools],
-                                   'provider(s)'), candidates.SHARING_TRAIT))
+                                   'provider(s)'), naming.SHARING_TRAIT))
         return hints
 
     def _membership(self, provider):
@@ -567,9 +560,7 @@ class _Explainer:
         """
         if self._memberships is None:
             self._memberships = collections.defaultdict(set)
-            rpa = tables.resource_provider_aggregates
-            for provider_id, aggregate_id in self.conn.execute(sa.select(
-                    rpa.c.resource_provider_id, rpa.c.aggregate_id)):
+            for provider_id, aggregate_id in sql.memberships(self.conn):
                 self._memberships[provider_id].add(aggregate_id)
         return self._memberships.get(provider, _NONE)
 

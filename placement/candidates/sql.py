@@ -159,12 +159,14 @@ class Narrowing:
         counted = _recent_surveys.get(key)
         now = time.monotonic()
         if counted is None or now - counted[0] > SURVEY_SECONDS:
-            able, rows, trees = {}, {}, 0
-            for rc, count, fitting, trees in conn.execute(
-                    _survey_statement(len(classes)),
-                    dict(_class_params(sorted(self.amounts.items())),
-                         rc_ids=classes)):
-                rows[rc], able[rc] = count, int(fitting)
+            counts = conn.execute(
+                _survey_statement(len(classes)),
+                dict(_class_params(sorted(self.amounts.items())),
+                     rc_ids=classes)).all()
+            rows = {rc: count for rc, count, _fitting, _trees in counts}
+            able = {rc: int(fitting) for rc, _count, fitting, _ in counts}
+            # Every row carries the number of trees.
+            trees = counts[0][3] if counts else 0
             if len(_recent_surveys) >= _SURVEYS_KEPT:
                 _recent_surveys.clear()
             _recent_surveys[key] = now, able, rows, trees
@@ -657,6 +659,12 @@ def _provider_traits_statement(dialect, key):
                 _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
             .where(id_list.among(_RP.c[key], dialect))
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
+
+
+def memberships(conn):
+    """(provider, aggregate id) of every provider in an aggregate."""
+    return conn.execute(sa.select(_RPA.c.resource_provider_id,
+                                  _RPA.c.aggregate_id)).all()
 
 
 def trait_names(conn, trait_ids):

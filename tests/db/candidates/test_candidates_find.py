@@ -1,16 +1,20 @@
 """placement.candidates.find and matching_providers on every backend,
 with data written straight into the tables.
 """
+import time
 import urllib.parse
 import uuid as uuidlib
 
 import pytest
+import sqlalchemy as sa
 
 from placement import candidates
-from placement.candidates import request as candidates_request
-from placement.db import resource_class as rc_db
 from placement import exception
 from placement import querylang
+from placement.candidates import names as naming
+from placement.candidates import request as candidates_request
+from placement.candidates import sql as candidates_sql
+from placement.db import resource_class as rc_db
 
 import sql_rows
 
@@ -228,7 +232,7 @@ def test_matching_providers(cloud, backend):
     assert match(in_tree=cloud.uuids['numa1']) == {'cn1', 'numa0', 'numa1'}
     assert match(in_tree=str(uuidlib.uuid4())) == set()
     assert len(match()) == 5
-    with pytest.raises(candidates.Unknown) as info:
+    with pytest.raises(naming.Unknown) as info:
         match(resources={'NOPE': 1})
     assert info.value.resource_class
 
@@ -338,7 +342,7 @@ _NARROWED_QUERIES = [
 
 
 @pytest.mark.parametrize('seed', [1, 2, 3])
-def test_narrowing_changes_no_answer(data, find, monkeypatch, seed):
+def test_narrowing_changes_no_answer(data, find, seed):
     """Reading only the rows that can matter answers exactly as reading
     every row of the requested classes, summaries included.
     """
@@ -348,50 +352,55 @@ def test_narrowing_changes_no_answer(data, find, monkeypatch, seed):
     asked += [(q, (1, 28)) for q in _NARROWED_QUERIES[:4]
               + _NARROWED_QUERIES[15:17]]
     narrowed = [find(query, version) for query, version in asked]
-    monkeypatch.setattr(candidates.sql.Narrowing, 'survey',
-                        lambda self, conn: False)
     for (query, version), result in zip(asked, narrowed):
-        assert result == find(query, version), (query, version)
+        assert result == find(query, version, narrow=False), (query, version)
     assert sum(bool(result.candidates) for result in narrowed) > 10
 
 
 @pytest.mark.parametrize('seed', [1, 2])
-def test_trees_read_in_batches_change_no_answer(data, find, monkeypatch,
-                                                seed):
+def test_trees_read_in_batches_change_no_answer(data, find, seed):
     """With a limit, trees are read a batch at a time until enough
     candidates came; the answer is the one reading them all would give.
     """
     _random_cloud(data, seed)
     queries = [q.format(**data.uuids) for q in _NARROWED_QUERIES]
-    monkeypatch.setattr(candidates, '_first_batch', lambda wanted: 1)
     asked = [(query + '&limit=%d' % limit, {})
              for query in queries for limit in (1, 2, 5)]
     asked += [(query, {'max_candidates': 3}) for query in queries]
-    batched = [find(query, **settings) for query, settings in asked]
-    monkeypatch.setattr(candidates, '_enough', lambda request, settings: None)
+    batched = [find(query, first_batch=1, **settings)
+               for query, settings in asked]
     for (query, settings), result in zip(asked, batched):
-        assert result == find(query, **settings), (query, settings)
+        assert result == find(query, batched=False, **settings), (
+            query, settings)
     assert sum(len(result.candidates) > 1 for result in batched) > 10
 
 
 def test_recent_survey_is_reused(backend, data, find, monkeypatch):
     """The counts behind narrowing are taken again only once they are
-    SURVEY_SECONDS old; the answer never depends on them.
+    SURVEY_SECONDS old (one statement fewer meanwhile); the answer never
+    depends on them.
     """
     data.provider('cn1', inventory={'VCPU': 4, 'DISK_GB': 100})
-    surveys = []
-    real_statement = candidates.sql._survey_statement
-    monkeypatch.setattr(candidates.sql, '_survey_statement',
-                        lambda classes: surveys.append(classes)
-                        or real_statement(classes))
+    candidates_sql.forget_surveys()
     clock = [1000.0]
-    monkeypatch.setattr(candidates.sql.time, 'monotonic', lambda: clock[0])
-    query = 'resources=VCPU:1,DISK_GB:50'
-    assert len(find(query).candidates) == 1
-    data.provider('cn2', inventory={'VCPU': 4, 'DISK_GB': 100})
-    clock[0] += candidates.sql.SURVEY_SECONDS
-    assert len(find(query).candidates) == 2
-    assert len(surveys) == 1
-    clock[0] += 1
-    assert len(find(query).candidates) == 2
-    assert len(surveys) == 2
+    monkeypatch.setattr(time, 'monotonic', lambda: clock[0])
+    statements = []
+
+    def count(*args):
+        statements.append(args[2])
+    sa.event.listen(backend.engine, 'before_cursor_execute', count)
+    try:
+        query = 'resources=VCPU:1,DISK_GB:50'
+        assert len(find(query).candidates) == 1
+        surveyed = len(statements)
+        data.provider('cn2', inventory={'VCPU': 4, 'DISK_GB': 100})
+        clock[0] += candidates_sql.SURVEY_SECONDS
+        del statements[:]
+        assert len(find(query).candidates) == 2
+        assert len(statements) == surveyed - 1
+        clock[0] += 1
+        del statements[:]
+        assert len(find(query).candidates) == 2
+        assert len(statements) == surveyed
+    finally:
+        sa.event.remove(backend.engine, 'before_cursor_execute', count)

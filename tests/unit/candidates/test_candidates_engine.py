@@ -21,7 +21,7 @@ class World:
         root = ident if parent is None else self.root(parent)
         self.parents[ident] = parent
         self.universe.root[ident] = root
-        self.universe.parent[ident] = parent
+        self.universe.add_parent(ident, parent)
         for rc, total in (inventory or {}).items():
             fields = total if isinstance(total, dict) else {'total': total}
             self.universe.add_inventories([sql.Inventory(
@@ -38,7 +38,7 @@ class World:
         for aggregate in aggregates:
             self.universe.add_aggregate(ident, aggregate, root)
         if SHARES in traits:
-            self.universe.sharing.add(ident)
+            self.universe.mark_sharing(SHARES)
         return ident
 
     def root(self, ident):
@@ -55,8 +55,8 @@ class World:
             mine = universe.aggregates.get(sharer, set())
             for provider, aggregates in universe.aggregates.items():
                 if aggregates & mine:
-                    universe.share_anchors[sharer].add(
-                        universe.root[provider])
+                    universe.add_share_anchor(sharer,
+                                              universe.root[provider])
 
     def plan(self, *needs, anchor_ok=lambda root: True, **kwargs):
         self.share()

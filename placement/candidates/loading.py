@@ -1,0 +1,237 @@
+"""Reading what a request can use into an engine.Universe, and the
+Plans that generate its candidates from it.
+
+``load_universe`` reads the requested classes' inventories (only the
+rows that can matter, when sql.Narrowing can tell), who holds the
+requested traits and aggregates, and which trees the sharing providers
+serve. With a limit that means not every candidate is needed,
+``Planned.in_batches`` reads the trees a batch at a time instead, until
+enough candidates came.
+"""
+import collections
+
+from placement.candidates import engine
+from placement.candidates import sql
+from placement.candidates.names import SHARING_TRAIT
+from placement.candidates.names import ids
+
+
+def finds_nothing_before(conn, request, names, needs, position):
+    """Whether upstream gives up with no candidates before it reaches the
+    unknown name at ``position``: it vets the request-wide root traits,
+    then each group in turn, each on its own.
+    """
+    if position < 0:
+        return False
+    if (request.root_required or request.root_forbidden) and not (
+            sql.any_root_with_traits(
+                conn, ids(request.root_required, names.traits),
+                ids(request.root_forbidden, names.traits))):
+        return True
+    earlier = needs[:position]
+    universe = load_universe(conn, request, earlier, names)
+    plan = engine.Plan(universe, earlier,
+                       anchor_filter(request, names, universe),
+                       combined=False)
+    if not all(plan.group_has_options(i) for i in range(len(earlier))):
+        return True
+    group = request.groups[position]
+    if all(rc in names.classes for rc in group.resources):
+        # A trait is unknown: the group's aggregates were vetted first.
+        need = needs[position]
+        if need.member_of and not _any_member(conn, need.member_of):
+            return True
+    return False
+
+
+def _any_member(conn, member_of):
+    aggregates = collections.defaultdict(set)
+    for provider, aggregate, _root in sql.aggregate_members(
+            conn, set().union(*member_of)):
+        aggregates[provider].add(aggregate)
+    return any(all(any_of & aggs for any_of in member_of)
+               for aggs in aggregates.values())
+
+
+def enough(request, settings):
+    """How many candidates will do, when they may be generated from a
+    batch of trees at a time: depth first (anchors in id order), not
+    sampled at random and nested (earlier versions summarise every
+    candidate generated). None when all are needed.
+    """
+    if (not settings.batched or not request.nested or settings.randomize
+            or settings.breadth_first):
+        return None
+    bounds = [request.limit] if request.limit is not None else []
+    if settings.max_candidates >= 0:
+        bounds.append(max(settings.max_candidates, 1))
+    return min(bounds, default=None)
+
+
+class Planned:
+    """The Plans that generate a request's candidates, over one universe;
+    ``plan`` is the latest, good for shaping any candidate they made.
+    """
+
+    def __init__(self, conn, request, needs, names, universe, first_batch):
+        self.conn = conn
+        self.first_batch = first_batch
+        self.request = request
+        self.needs = needs
+        self.universe = universe
+        self.anchor_ok = anchor_filter(request, names, universe)
+        self.plan = None
+
+    def _make(self, anchor_ok):
+        request = self.request
+        self.plan = engine.Plan(
+            self.universe, self.needs, anchor_ok, isolate=request.isolate,
+            same_subtrees=request.same_subtrees, nested=request.nested)
+        if request.same_subtrees:
+            load_ancestry(self.conn, self.plan)
+        return self.plan
+
+    def all(self, breadth_first):
+        """Every candidate, from the universe as loaded."""
+        return self._make(self.anchor_ok).candidates(breadth_first)
+
+    def in_batches(self, wanted):
+        """Candidates in depth-first order, reading the trees a batch at a
+        time (by root id, as anchors are walked) until ``wanted`` came or
+        no tree is left: the first batch has room for ``wanted`` trees.
+        """
+        universe, conn = self.universe, self.conn
+        rc_ids = universe.requested_classes
+        # The trees (and the sharing providers) are of use already: of
+        # the sharing providers' rows only those able to give an amount
+        # are; the trees' rows are read whole, the summaries show them.
+        roots = sql.usable_roots(conn, universe.narrowing)
+        # Sharing providers serve trees of every batch.
+        universe.add_inventories(sql.inventories(
+            conn, rc_ids, universe.narrowing, sql.FIT,
+            provider_ids=universe.sharing))
+        universe.keep_rows()
+        seen = set()
+        # Most trees give a candidate or more; each further batch is twice
+        # as large.
+        start, size, after = 0, max(wanted, self.first_batch), -1
+        while True:
+            end = start + size
+            # A remainder smaller than half a batch comes along now.
+            if len(roots) - end <= size // 2:
+                end = len(roots)
+            batch = roots[start:end]
+            # Anchors go by root id range: the last batch takes them all.
+            upto = batch[-1] if end < len(roots) else None
+            universe.new_batch()
+            universe.add_inventories(sql.inventories(
+                conn, rc_ids, universe.narrowing, sql.ALL, roots=batch))
+            universe.complete_trees.update(batch)
+            plan = self._make(self._batch_filter(after, upto))
+            yield from plan.candidates(seen=seen)
+            if upto is None:
+                return
+            start, size, after = end, size * 2, upto
+
+    def _batch_filter(self, after, upto):
+        anchor_ok = self.anchor_ok
+
+        def in_batch(root):
+            return (after < root and (upto is None or root <= upto)
+                    and anchor_ok(root))
+        return in_batch
+
+
+def load_universe(conn, request, needs, names, narrow=True,
+                  inventories=True):
+    """A Universe with what ``needs`` can use; with ``narrow``, only the
+    inventories that can matter to them (``universe.narrowing`` says
+    which), else all of the requested classes. Without ``inventories``
+    the caller reads them.
+    """
+    rc_ids = {rc for need in needs for rc, _amount in need.resources}
+    roots = narrowing = None
+    if rc_ids:
+        trees = {need.tree for need in needs if need.resources}
+        roots = None if None in trees else trees
+        if narrow:
+            narrowing = _narrowing(request, needs, names)
+            if not narrowing.survey(conn):
+                narrowing = None
+    universe = engine.Universe(rc_ids, roots, narrowing)
+    trait_ids = ids(request.root_required | request.root_forbidden,
+                    names.traits)
+    for need in needs:
+        trait_ids |= need.forbidden.union(*need.required)
+    sharing_trait = names.traits.get(SHARING_TRAIT)
+    if sharing_trait is not None:
+        trait_ids |= {sharing_trait}
+    for provider, trait, root in sql.trait_holders(conn, trait_ids):
+        universe.add_trait(provider, trait, root)
+    universe.mark_sharing(sharing_trait)
+    aggregate_ids = set()
+    for need in needs:
+        aggregate_ids |= need.forbidden_aggs.union(*need.member_of)
+    for provider, aggregate, root in sql.aggregate_members(
+            conn, aggregate_ids):
+        universe.add_aggregate(provider, aggregate, root)
+    for provider, root in sql.sharing_anchors(conn, universe.sharing):
+        universe.add_share_anchor(provider, root)
+    if rc_ids and (inventories or universe.roots is not None):
+        universe.add_inventories(sql.inventories(
+            conn, rc_ids, universe.narrowing, sql.USABLE,
+            roots=universe.roots))
+    return universe
+
+
+def _narrowing(request, needs, names):
+    """What sql.Narrowing can tell from ``needs`` alone."""
+    amounts = {}
+    for need in needs:
+        for rc, amount in need.resources:
+            amounts[rc] = min(amount, amounts.get(rc, amount))
+    with_resources = [need for need in needs if need.resources]
+    member_of = None
+    if all(need.member_of for need in with_resources):
+        member_of = frozenset().union(
+            *(need.member_of[0] for need in with_resources))
+    # Every group is satisfied in the tree of a candidate's anchor.
+    required = sorted({any_of for need in needs for any_of in need.required},
+                      key=sorted)
+    return sql.Narrowing(
+        amounts, sharing_trait=names.traits.get(SHARING_TRAIT),
+        member_of=member_of,
+        root_required=ids(request.root_required, names.traits),
+        root_forbidden=ids(request.root_forbidden, names.traits),
+        required=tuple(required))
+
+
+def anchor_filter(request, names, universe):
+    """root_required: which roots may anchor a candidate."""
+    required = ids(request.root_required, names.traits)
+    forbidden = ids(request.root_forbidden, names.traits)
+    if not (required or forbidden):
+        return lambda root: True
+
+    def anchor_ok(root):
+        traits = universe.traits.get(root, set())
+        return required <= traits and not forbidden & traits
+    return anchor_ok
+
+
+def load_ancestry(conn, plan):
+    """Parents of the providers same_subtree has to compare, up to their
+    roots: those with requested inventory came with their parent; the
+    others are read a level at a time.
+    """
+    universe = plan.universe
+    pending = set()
+    for level, slot in enumerate(plan.slots):
+        if plan.needs[slot.group].single_provider:
+            for providers in plan.options[level].values():
+                pending.update(providers)
+    missing = universe.missing_links(pending)
+    while missing:
+        for provider, parent in sql.parents(conn, missing):
+            universe.add_parent(provider, parent)
+        missing = universe.missing_links(missing)

@@ -1,0 +1,102 @@
+"""The names a request uses, resolved to ids, and which unknown name
+upstream reports first.
+
+``names`` below is what ``sql.lookup`` found: ids by name of classes,
+traits and aggregates, and (id, root id) of providers by uuid.
+"""
+import os_traits
+
+from placement import exception
+from placement.candidates import engine
+
+SHARING_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
+
+
+def names_mentioned(request):
+    """Resource classes, traits, aggregates and providers to look up."""
+    classes, aggregates, providers = set(), set(), set()
+    traits = {SHARING_TRAIT} | request.root_required | request.root_forbidden
+    for group in request.groups:
+        classes.update(group.resources)
+        traits.update(group.trait_names)
+        for any_of in group.member_of:
+            aggregates |= any_of
+        aggregates |= group.forbidden_aggs
+        if group.in_tree:
+            providers.add(group.in_tree)
+    return classes, traits, aggregates, providers
+
+
+def group_need(group, names):
+    """The group with ids for names; unknown classes and traits are left
+    out (they are reported before a need is used).
+    """
+    tree = names.providers.get(group.in_tree) if group.in_tree else None
+    return engine.Need(
+        suffix=group.suffix,
+        resources=tuple((names.classes[rc], amount)
+                        for rc, amount in group.resources.items()
+                        if rc in names.classes),
+        required=tuple(ids(any_of, names.traits)
+                       for any_of in group.required),
+        forbidden=ids(group.forbidden, names.traits),
+        member_of=tuple(ids(any_of, names.aggregates)
+                        for any_of in group.member_of),
+        forbidden_aggs=ids(group.forbidden_aggs, names.aggregates),
+        tree=tree[1] if tree else None,
+        lost=bool(group.in_tree) and tree is None)
+
+
+def ids(names, known):
+    """The ids ``known`` ({name: id}) has for ``names``."""
+    return frozenset(known[name] for name in names if name in known)
+
+
+class Unknown(exception.NotFound):
+    """A resource class or trait the request names does not exist."""
+
+    def __init__(self, message, resource_class=False):
+        super().__init__(message)
+        self.resource_class = resource_class
+
+
+def first_unknown_name(request, names):
+    """(position, Unknown) for the first unknown name upstream reports:
+    root_required (position -1), then per group its classes, then its
+    traits.
+    """
+    for trait in sorted(request.root_required) + sorted(
+            request.root_forbidden):
+        if trait not in names.traits:
+            return -1, _no_trait(trait)
+    for position, group in enumerate(request.groups):
+        unknown = unknown_in_group(group, names)
+        if unknown is not None:
+            return position, unknown
+    return None
+
+
+def unknown_in_group(group, names):
+    """The first unknown class or trait of ``group``, as upstream
+    reports it (Unknown), or None."""
+    for rc in group.resources:
+        if rc not in names.classes:
+            return Unknown('No such resource class %s.' % rc,
+                           resource_class=True)
+    for any_of in group.required + [group.forbidden]:
+        for trait in sorted(any_of):
+            if trait not in names.traits:
+                return _no_trait(trait)
+    return None
+
+
+def _no_trait(name):
+    return Unknown('No such trait(s): %s.' % name)
+
+
+def refusal(unknown):
+    """The 400 upstream answers for an Unknown name (exception.Invalid)."""
+    if unknown.resource_class:
+        return exception.Invalid(
+            'Invalid resource class in resources parameter: %s' % unknown)
+    return exception.Invalid(str(unknown))

@@ -1,0 +1,142 @@
+"""The candidates to return (the first ``limit``, or a random sample) and
+the summaries of the providers of their trees, in the response's terms:
+uuids and class names.
+"""
+import collections
+import dataclasses
+import itertools
+import random
+import sys
+
+from placement.candidates import engine
+from placement.candidates import sql
+
+# Tuples, as there are as many as candidates and providers summarised.
+Candidate = collections.namedtuple('Candidate', 'allocations mappings')
+Candidate.__doc__ = (
+    '{provider uuid: {class: amount}} and {suffix: [provider uuid]}.')
+
+Summary = collections.namedtuple(
+    'Summary', 'resources traits parent_uuid root_uuid')
+Summary.__doc__ = ('A provider of a candidate\'s tree: {class: {"capacity": '
+                   'c, "used": u}}, trait names, parent and root uuids.')
+
+
+@dataclasses.dataclass
+class Result:
+    candidates: list
+    summaries: dict
+
+
+def select(stream, limit, randomize):
+    """The candidates to return: the first ``limit`` ones, or with
+    ``randomize`` a uniform sample of them all, in random order.
+    """
+    if limit is not None:
+        # Any limit beyond what can be generated means no limit.
+        limit = min(limit, sys.maxsize)
+    if not randomize:
+        return list(itertools.islice(stream, limit))
+    if limit is None:
+        chosen = list(stream)
+    else:
+        chosen = _reservoir(stream, limit)
+    random.shuffle(chosen)
+    return chosen
+
+
+def _reservoir(stream, size):
+    sample = []
+    for seen, item in enumerate(stream):
+        if seen < size:
+            sample.append(item)
+        else:
+            slot = random.randint(0, seen)
+            if slot < size:
+                sample[slot] = item
+    return sample
+
+
+def result(conn, request, plan, names, chosen, generated_used=None):
+    """Candidates and summaries by uuid and class name. Summarised are
+    the trees of the providers used; before 1.29, only the providers
+    ``generated_used`` (those of any generated candidate) in those trees.
+    """
+    if not chosen:
+        return Result([], {})
+    universe = plan.universe
+    used = plan.providers_used(c for _anchor, c in chosen)
+    mapped = {p for _anchor, providers in chosen for p in providers}
+    roots = {universe.root[p] for p in used}
+    if request.nested:
+        members = sql.tree_members(conn, roots, mapped)
+        summarised = [row for row in members if row[3] in roots]
+        trees, shown = roots, set()
+    else:
+        shown = {p for p in generated_used if universe.root[p] in roots}
+        members = sql.tree_members(conn, (), mapped | shown)
+        summarised = [row for row in members if row[0] in shown]
+        trees = set()
+    uuid = {row[0]: row[1] for row in members}
+    class_name = {ident: name for name, ident in names.classes.items()}
+    shape = plan.shaper(uuid, class_name)
+    candidates = [Candidate(*shape(providers))
+                  for _anchor, providers in chosen]
+    return Result(candidates, _summaries(
+        conn, request, universe, summarised, uuid, class_name, trees, shown))
+
+
+def _summaries(conn, request, universe, members, uuid, class_name, trees,
+               shown):
+    """Summaries of ``members`` (the providers of ``trees`` and the
+    providers ``shown``): the requested inventories are known already; the
+    others are read when the version shows them.
+    """
+    inventory = _summarised_inventory(conn, universe, class_name, trees,
+                                      shown)
+    resources = collections.defaultdict(dict)
+    summarised = {row[0] for row in members}
+    for (provider, rc), inv in inventory.items():
+        if provider in summarised:
+            resources[provider][class_name[rc]] = {
+                'capacity': engine.capacity(inv.total, inv.reserved,
+                                            inv.ratio),
+                'used': inv.used}
+    if request.every_class:
+        for provider, name, total, reserved, ratio, used in (
+                sql.provider_inventories(conn, trees, shown, class_name)):
+            resources[provider][name] = {
+                'capacity': engine.capacity(total, reserved, ratio),
+                'used': int(used)}
+    traits = collections.defaultdict(list)
+    held = sql.provider_traits(conn, trees, shown)
+    name = sql.trait_names(conn, {trait for _provider, trait in held})
+    for provider, trait in held:
+        traits[provider].append(name[trait])
+    return {
+        provider_uuid: Summary(resources[provider], traits[provider],
+                               uuid.get(parent), uuid.get(root))
+        for provider, provider_uuid, parent, root in members}
+
+
+def _summarised_inventory(conn, universe, rc_ids, trees, shown):
+    """The requested classes' inventories of ``trees`` and ``shown``,
+    with the rows the narrowing left out read now: in trees known to have
+    passed it (a row of a provider not sharing came in), the unfit ones;
+    elsewhere all; nothing in trees read whole.
+    """
+    if universe.narrowing is None:
+        return universe.inventory
+    inventory = dict(universe.inventory)
+    passed = {inv.root for inv in inventory.values()
+              if inv.provider not in universe.sharing}
+    unread = trees - universe.complete_trees
+    reads = [(sql.UNFIT, {'roots': unread & passed}),
+             (sql.ALL, {'roots': unread - passed}),
+             (sql.ALL, {'provider_ids': shown})]
+    for selection, where in reads:
+        if any(where.values()):
+            for inv in sql.inventories(conn, rc_ids, universe.narrowing,
+                                       selection, **where):
+                inventory.setdefault((inv.provider, inv.rc), inv)
+    return inventory
