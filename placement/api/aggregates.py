@@ -1,12 +1,9 @@
 """/resource_providers/{uuid}/aggregates: list and replace (1.1+)."""
 import flask
 
-from placement.api import errors
 from placement.api import microversion
-from placement.api import resource_providers
 from placement.api import wsgi
 from placement.db import aggregate as aggregate_db
-from placement import exception
 from placement.policies import aggregate as policies
 from placement.schemas import aggregate as schema
 
@@ -15,6 +12,8 @@ blueprint = flask.Blueprint('aggregates', __name__)
 # From 1.19 the body carries the provider generation, PUT checks it and
 # bumps it.
 GENERATION_VERSION = (1, 19)
+# A provider's aggregates exist from 1.1.
+SINCE = (1, 1)
 _PATH = '/resource_providers/<uuid>/aggregates'
 
 
@@ -26,12 +25,13 @@ def _response(uuids, generation, last_modified):
 
 
 def _read(conn, uuid):
-    provider = resource_providers.get_or_404(conn, uuid)
+    provider = wsgi.provider_or_404(uuid, conn=conn)
     return provider, aggregate_db.of_provider(conn, provider['id'])
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@wsgi.handler(min_version='1.1')
+@wsgi.handler("List a provider's aggregates", {200: 'ProviderAggregates'},
+              min_version=SINCE)
 def list_aggregates(uuid):
     wsgi.authorize(policies.LIST)
     provider, rows = wsgi.read(_read, uuid)
@@ -40,25 +40,22 @@ def list_aggregates(uuid):
 
 
 def _replace(conn, uuid, uuids, expected_generation):
-    provider = resource_providers.get_or_404(conn, uuid)
+    provider = wsgi.provider_or_404(uuid, conn=conn)
     return aggregate_db.replace(conn, provider, uuids, expected_generation)
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@wsgi.handler(min_version='1.1', content=True)
+@wsgi.handler("Replace a provider's aggregates", {200: 'ProviderAggregates'},
+              min_version=SINCE,
+              body={SINCE: schema.PUT, GENERATION_VERSION: schema.PUT_1_19})
 def update_aggregates(uuid):
     wsgi.authorize(policies.UPDATE)
-    wsgi.read(resource_providers.get_or_404, uuid)
+    wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     if microversion.is_at_least(GENERATION_VERSION):
-        data = wsgi.json_body(schema.PUT_1_19)
         uuids = data['aggregates']
         expected_generation = data['resource_provider_generation']
     else:
-        uuids = wsgi.json_body(schema.PUT)
-        expected_generation = None
-    try:
-        generation, uuids = wsgi.write(
-            _replace, uuid, uuids, expected_generation)
-    except exception.ConcurrentUpdate as exc:
-        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        uuids, expected_generation = data, None
+    generation, uuids = wsgi.write(_replace, uuid, uuids, expected_generation)
     return _response(uuids, generation, wsgi.utcnow())

@@ -2,18 +2,24 @@
 placement.querylang and answered by placement.candidates; this module
 only shapes the response for the request's microversion.
 """
+import logging
+
 import flask
 
+from placement import candidates
+from placement import exception
+from placement import querylang
 from placement.api import errors
-from placement.api import explain
 from placement.api import metrics
 from placement.api import microversion
 from placement.api import wsgi
-from placement import candidates
-from placement import exception
+from placement.candidates import explain
 from placement.policies import allocation_candidate as policies
+from placement.schemas import allocation_candidate as schema
 
 blueprint = flask.Blueprint('allocation_candidates', __name__)
+
+EXPLAIN_LOG = logging.getLogger('placement.api.explain')
 
 
 # There are as many requests and summaries as candidates and providers
@@ -41,9 +47,9 @@ def _request_with_mappings(candidate):
 
 
 _REQUEST_VIEW = {
-    '1.10': _request_as_list,
-    '1.12': _request_as_dict,
-    '1.34': _request_with_mappings,
+    (1, 10): _request_as_list,
+    (1, 12): _request_as_dict,
+    (1, 34): _request_with_mappings,
 }
 
 
@@ -63,17 +69,19 @@ def _summary_in_tree(summary):
 
 
 _SUMMARY_VIEW = {
-    '1.10': _summary,
-    '1.17': _summary_with_traits,
-    '1.29': _summary_in_tree,
+    (1, 10): _summary,
+    (1, 17): _summary_with_traits,
+    (1, 29): _summary_in_tree,
 }
 
 
 @blueprint.route('/allocation_candidates', methods=['GET'])
-@wsgi.handler(min_version='1.10')
+@wsgi.handler('Allocation candidates for a request of resources',
+              {200: 'AllocationCandidates'},
+              min_version=querylang.MIN_VERSION, query=schema.GET)
 def list_allocation_candidates():
     wsgi.authorize(policies.LIST)
-    request = explain.parse_request()
+    request = querylang.parse(wsgi.query_pairs(), microversion.current())
     settings = candidates.Settings.from_conf(wsgi.conf())
     with candidates.gc_paused():
         # Only the encoded response outlives the block.
@@ -88,7 +96,7 @@ def _respond(request, settings):
     except exception.Invalid as exc:
         raise errors.BadRequest(str(exc))
     if not result.candidates:
-        explain.log_no_candidates(request, settings)
+        _log_why_nothing(request, settings)
     request_view = microversion.by_version(_REQUEST_VIEW)
     summary_view = microversion.by_version(_SUMMARY_VIEW)
     return wsgi.json_response({
@@ -97,3 +105,20 @@ def _respond(request, settings):
             uuid: summary_view(summary)
             for uuid, summary in result.summaries.items()},
     }, last_modified=wsgi.utcnow())
+
+
+def _log_why_nothing(request, settings):
+    """DEBUG-log why ``request`` (just answered with no candidates) found
+    nothing (on the logger the README names). Costs nothing unless DEBUG
+    is on; never fails the request.
+    """
+    if not EXPLAIN_LOG.isEnabledFor(logging.DEBUG):
+        return
+    try:
+        explanation = wsgi.read(explain.explain, request, settings)
+    except Exception:
+        EXPLAIN_LOG.debug('Could not explain the empty allocation candidates '
+                          'of %s', flask.request.full_path, exc_info=True)
+        return
+    EXPLAIN_LOG.debug('GET %s: %s', flask.request.full_path,
+                      explanation.one_line())

@@ -16,6 +16,8 @@ from oslo_middleware import request_id as request_id_middleware
 import sqlalchemy.exc
 from werkzeug import exceptions as http_exceptions
 
+from placement import exception
+from placement import policy
 from placement.api import auth
 from placement.api import errors
 from placement.api import extensions
@@ -26,8 +28,6 @@ from placement.api import wsgi
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard
-from placement import exception
-from placement import policy
 
 LOG = logging.getLogger(__name__)
 
@@ -93,14 +93,7 @@ def _negotiate():
     except microversion.VersionError as exc:
         error = errors.BadRequest if exc.acceptable else errors.NotAcceptable
         raise error('Invalid microversion: %s' % exc)
-    try:
-        request.args
-    except UnicodeDecodeError:
-        # Raw bytes that are not UTF-8 (werkzeug decodes them strictly;
-        # percent-encoded ones become U+FFFD).
-        raise errors.BadRequest(QUERY_NOT_UTF8)
-    if _url_has_nul(request):
-        raise errors.BadRequest(wsgi.NUL_NOT_ALLOWED)
+    _check_url(request)
     if request.method in ('HEAD', 'OPTIONS') and request.url_rule:
         # HEAD matched the GET rule only; Allow lists every rule's methods.
         adapter = flask.current_app.create_url_adapter(request)
@@ -111,10 +104,19 @@ def _negotiate():
 QUERY_NOT_UTF8 = 'Invalid query string: it is not UTF-8.'
 
 
-def _url_has_nul(request):
-    return '\x00' in request.path or any(
-        '\x00' in key or '\x00' in value
-        for key, value in request.args.items(multi=True))
+def _check_url(request):
+    """Refuse a query string of raw bytes that are not UTF-8 (werkzeug
+    decodes them strictly; percent-encoded ones become U+FFFD), and a NUL
+    anywhere in the URL: no backend stores one.
+    """
+    try:
+        args = request.args
+    except UnicodeDecodeError:
+        raise errors.BadRequest(QUERY_NOT_UTF8)
+    if '\x00' in request.path or any(
+            '\x00' in key or '\x00' in value
+            for key, value in args.items(multi=True)):
+        raise errors.BadRequest(wsgi.NUL_NOT_ALLOWED)
 
 
 class _Database:

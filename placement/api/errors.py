@@ -84,6 +84,13 @@ class MethodNotAllowed(PlacementHTTPError):
             headers={'Allow': ', '.join(allowed)})
 
 
+class MethodNotAllowedYet(PlacementHTTPError):
+    """405 for a method the request's microversion does not have yet."""
+
+    status = 405
+    webob_class = webob.exc.HTTPMethodNotAllowed
+
+
 def json_formatter(body, status, title, environ):
     """Shape webob's error text as Placement's ``errors`` document."""
     error = {

@@ -7,31 +7,23 @@ The query string is read exactly as the real endpoint reads it (same
 schemas per microversion, same 400s); without a placement version header
 the latest microversion applies, since operators ask by hand and the
 endpoint does not exist at 1.0. The explanation itself is
-``placement.candidates.explain``.
-
-``log_no_candidates`` writes the same explanation, on one line, to the
-DEBUG log when the real endpoint answers with no candidates.
+``placement.candidates.explain`` (which GET /allocation_candidates also
+writes to its DEBUG log, on one line, when it finds nothing).
 """
 import functools
-import logging
 
 import flask
 import microversion_parse
 
-from placement.api import errors
+from placement import candidates
+from placement import querylang
 from placement.api import microversion
 from placement.api import wsgi
-from placement import candidates
 from placement.candidates import explain
-from placement import exception
 from placement.policies import explain as policies
-from placement import querylang
-
-LOG = logging.getLogger(__name__)
+from placement.schemas import allocation_candidate as schema
 
 PATH = '/x-explain/allocation_candidates'
-# As GET /allocation_candidates.
-MIN_VERSION = '1.10'
 
 blueprint = flask.Blueprint('x_explain', __name__)
 
@@ -58,37 +50,13 @@ def _latest_by_default(view):
 
 @blueprint.route(PATH, methods=['GET'])
 @_latest_by_default
-@wsgi.handler(min_version=MIN_VERSION)
+@wsgi.handler('Explain which allocation candidates a query finds, and why '
+              'not more (extension, admin only)', {200: 'Explanation'},
+              min_version=querylang.MIN_VERSION, query=schema.GET)
 def explain_allocation_candidates():
     wsgi.authorize(policies.EXPLAIN)
-    request = parse_request()
+    request = querylang.parse(wsgi.query_pairs(), microversion.current())
     settings = candidates.Settings.from_conf(wsgi.conf())
-    try:
-        explanation = wsgi.read(explain.explain, request, settings)
-    except exception.Invalid as exc:
-        raise errors.BadRequest(str(exc))
+    explanation = wsgi.read(explain.explain, request, settings)
     return wsgi.json_response(dict(
         explanation.as_dict(), microversion=str(microversion.current())))
-
-
-def parse_request():
-    """The current request's query string as GET /allocation_candidates
-    parses it (exception.BadInput with its messages).
-    """
-    return querylang.parse(flask.request.args.items(multi=True),
-                           microversion.current())
-
-
-def log_no_candidates(request, settings):
-    """DEBUG-log why ``request`` (just answered with no candidates) found
-    nothing. Costs nothing unless DEBUG is on; never fails the request.
-    """
-    if not LOG.isEnabledFor(logging.DEBUG):
-        return
-    try:
-        explanation = wsgi.read(explain.explain, request, settings)
-    except Exception:
-        LOG.debug('Could not explain the empty allocation candidates of '
-                  '%s', flask.request.full_path, exc_info=True)
-        return
-    LOG.debug('GET %s: %s', flask.request.full_path, explanation.one_line())

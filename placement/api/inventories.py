@@ -8,14 +8,12 @@ names, as upstream does.
 import re
 
 import flask
-import webob.exc
 
+from placement import exception
 from placement.api import errors
 from placement.api import microversion
 from placement.api import wsgi
 from placement.db import inventory as inv_db
-from placement.db import resource_provider as rp_db
-from placement import exception
 from placement.policies import inventory as policies
 from placement.schemas import inventory as schema
 
@@ -37,25 +35,8 @@ CONCURRENT_WRITE = ('Another thread concurrently updated the resource '
                     'provider data. Please retry your update')
 
 
-class _MethodNotAllowedYet(errors.PlacementHTTPError):
-    """405 for a method the request's microversion does not have yet."""
-
-    status = 405
-    webob_class = webob.exc.HTTPMethodNotAllowed
-
-
-def provider_or_404(uuid, detail='%(error)s'):
-    """The provider row; ``detail`` formats the 404's message from
-    ``uuid`` and ``error`` (handlers word it differently upstream).
-    """
-    try:
-        return wsgi.read(rp_db.get_by_uuid, uuid)
-    except exception.NotFound as exc:
-        raise errors.NotFound(detail % {'uuid': uuid, 'error': exc})
-
-
 def _shown_provider(uuid):
-    return provider_or_404(
+    return wsgi.provider_or_404(
         uuid, 'No resource provider with uuid %(uuid)s found : %(error)s')
 
 
@@ -108,7 +89,7 @@ def _item_location(uuid, resource_class):
 
 
 @blueprint.route(_COLLECTION, methods=['GET'])
-@wsgi.handler()
+@wsgi.handler("List a provider's inventories", {200: 'Inventories'})
 def list_inventories(uuid):
     wsgi.authorize(policies.LIST)
     provider = _shown_provider(uuid)
@@ -120,11 +101,11 @@ def list_inventories(uuid):
 
 
 @blueprint.route(_COLLECTION, methods=['POST'])
-@wsgi.handler(content=True)
+@wsgi.handler('Create one inventory', {201: 'Inventory'}, body=schema.POST)
 def create_inventory(uuid):
     wsgi.authorize(policies.CREATE)
-    provider = provider_or_404(uuid)
-    data = wsgi.json_body(schema.POST)
+    provider = wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     resource_class = data['resource_class']
     record = inv_db.with_defaults(data)
     cannot_create = 'Unable to create inventory for resource provider %s: %s'
@@ -146,11 +127,12 @@ def create_inventory(uuid):
 
 
 @blueprint.route(_COLLECTION, methods=['PUT'])
-@wsgi.handler(content=True)
+@wsgi.handler("Replace all of a provider's inventories", {200: 'Inventories'},
+              body=schema.PUT_ALL)
 def replace_inventories(uuid):
     wsgi.authorize(policies.UPDATE)
-    provider = provider_or_404(uuid)
-    data = wsgi.json_body(schema.PUT_ALL)
+    provider = wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     generation = _expected_generation(provider, data)
     for name in data['inventories']:
         if not re.match(schema.RESOURCE_CLASS_PATTERN, name):
@@ -177,12 +159,11 @@ def replace_inventories(uuid):
 
 
 @blueprint.route(_COLLECTION, methods=['DELETE'])
-@wsgi.handler()
+@wsgi.handler("Delete all of a provider's inventories", {204: None},
+              method_from=DELETE_ALL_VERSION)
 def delete_inventories(uuid):
-    if not microversion.is_at_least(DELETE_ALL_VERSION):
-        raise _MethodNotAllowedYet()
     wsgi.authorize(policies.DELETE)
-    provider = provider_or_404(uuid)
+    provider = wsgi.provider_or_404(uuid)
     try:
         wsgi.write(inv_db.replace_all, provider, {}, provider['generation'])
     except exception.ConcurrentUpdate:
@@ -196,7 +177,7 @@ def delete_inventories(uuid):
 
 
 @blueprint.route(_ITEM, methods=['GET'])
-@wsgi.handler()
+@wsgi.handler('Show one inventory', {200: 'Inventory'})
 def show_inventory(uuid, resource_class):
     wsgi.authorize(policies.SHOW)
     provider = _shown_provider(uuid)
@@ -210,11 +191,11 @@ def show_inventory(uuid, resource_class):
 
 
 @blueprint.route(_ITEM, methods=['PUT'])
-@wsgi.handler(content=True)
+@wsgi.handler('Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE)
 def update_inventory(uuid, resource_class):
     wsgi.authorize(policies.UPDATE)
-    provider = provider_or_404(uuid)
-    data = wsgi.json_body(schema.PUT_ONE)
+    provider = wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     generation = _expected_generation(provider, data)
     record = inv_db.with_defaults(data)
     _check_records(provider, {resource_class: record}, _CANNOT_UPDATE)
@@ -225,8 +206,6 @@ def update_inventory(uuid, resource_class):
         raise errors.BadRequest(
             'No inventory record with resource class for resource provider '
             '%s: %s' % (uuid, exc))
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
     except exception.ConcurrentUpdate:
         raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
                               code=errors.CONCURRENT_UPDATE)
@@ -235,10 +214,10 @@ def update_inventory(uuid, resource_class):
 
 
 @blueprint.route(_ITEM, methods=['DELETE'])
-@wsgi.handler()
+@wsgi.handler('Delete one inventory', {204: None})
 def delete_inventory(uuid, resource_class):
     wsgi.authorize(policies.DELETE)
-    provider = provider_or_404(uuid)
+    provider = wsgi.provider_or_404(uuid)
     try:
         wsgi.write(inv_db.delete, provider, resource_class)
     except exception.NotFound as exc:

@@ -32,8 +32,8 @@ from prometheus_client import core as prometheus_core
 from prometheus_client import exposition
 from prometheus_client import multiprocess
 from prometheus_client import registry as prometheus_registry
-import sqlalchemy.exc
 from sqlalchemy import event
+import sqlalchemy.exc
 import webob
 from werkzeug import exceptions as http_exceptions
 

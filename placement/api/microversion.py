@@ -1,18 +1,13 @@
-"""Microversion negotiation and declarative gates.
+"""Microversion negotiation: the request's version, read from its header.
 
 The request's version is parsed once, before routing, and kept in the WSGI
 environ so that error rendering (which may happen outside a handler) can
 see it.
 """
-import functools
-
 import flask
 import microversion_parse
 
 from placement import versions
-from placement.versions import MAX_VERSION  # noqa: F401
-from placement.versions import MIN_VERSION
-from placement.versions import parse
 from placement.versions import VERSIONS
 
 SERVICE_TYPE = 'placement'
@@ -61,25 +56,8 @@ def is_at_least(minimum):
     return current() >= minimum
 
 
-def gate(min_version=None, max_version=None):
-    """Hide a handler (404) outside [min_version, max_version]."""
-    low = parse(min_version) if min_version else MIN_VERSION
-    high = parse(max_version) if max_version else MAX_VERSION
-
-    def decorator(handler):
-        @functools.wraps(handler)
-        def wrapper(*args, **kwargs):
-            if not low <= current() <= high:
-                raise NotAvailable()
-            return handler(*args, **kwargs)
-        # Read by the OpenAPI description (placement.api.openapi).
-        wrapper.versions = (low, high)
-        return wrapper
-    return decorator
-
-
 def by_version(choices, version=None):
     """Pick the value whose version key is the highest one not above the
-    request's (or ``version``'s): ``by_version({'1.0': a, '1.12': b})``.
+    request's (or ``version``'s): ``by_version({(1, 0): a, (1, 12): b})``.
     """
     return versions.pick(choices, current() if version is None else version)

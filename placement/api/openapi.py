@@ -11,12 +11,11 @@ which it exists) and, where they change, ``x-request-schema-versions``
 (the versions from which its query or body schema differs).
 
 It is built at runtime from the application itself: paths and methods
-from the Flask url map, version ranges from the handlers' gates, and
-query and body schemas are the very objects of placement.schemas that the
-handlers validate with. Only the summaries, success statuses and response
-shapes below are written by hand (tests check them against the service).
+from the Flask url map; summaries, version ranges, success statuses and
+query and body schemas from each route's declaration (``wsgi.handler``),
+the very one its requests are checked against. Only the response shapes
+below are written by hand (tests check them against the service).
 """
-import dataclasses
 import http
 import json
 import re
@@ -24,17 +23,9 @@ import urllib.parse
 
 import webob
 
+from placement import versions as versions_module
 from placement.api import errors
 from placement.api import microversion
-from placement.schemas import aggregate as aggregate_schema
-from placement.schemas import allocation as allocation_schema
-from placement.schemas import allocation_candidate as candidate_schema
-from placement.schemas import inventory as inventory_schema
-from placement.schemas import resource_class as resource_class_schema
-from placement.schemas import resource_provider as provider_schema
-from placement.schemas import resource_provider_trait as provider_trait_schema
-from placement.schemas import trait as trait_schema
-from placement.schemas import usage as usage_schema
 
 PATH = '/x-openapi.json'
 OPENAPI_VERSION = '3.1.0'
@@ -251,135 +242,6 @@ _SCHEMAS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Operation:
-    """What the url map and handlers do not tell about an operation.
-
-    ``ok``, ``body`` and ``query`` map the first microversion of each
-    variant to its value, as microversion.by_version does. ``ok`` values
-    are {status: component schema name, or None for no body}.
-    ``min_version`` narrows a handler whose gate is wider than the
-    operation (it answers 405 below it).
-    """
-    summary: str
-    ok: dict
-    body: dict = None
-    query: dict = None
-    min_version: str = None
-
-
-def _since(value):
-    return {'1.0': value}
-
-
-_NO_BODY_204 = _since({204: None})
-
-# By Flask endpoint (blueprint.function); tests keep it complete.
-OPERATIONS = {
-    'root.home': Operation(
-        'The version document', _since({200: 'Versions'})),
-    'resource_classes.list_resource_classes': Operation(
-        'List resource classes', _since({200: 'ResourceClasses'})),
-    'resource_classes.create_resource_class': Operation(
-        'Create a custom resource class', _since({201: None}),
-        body=_since(resource_class_schema.POST)),
-    'resource_classes.show_resource_class': Operation(
-        'Show a resource class', _since({200: 'ResourceClass'})),
-    'resource_classes.update_resource_class': Operation(
-        'Rename a custom resource class (1.2-1.6); create it if missing '
-        '(1.7+, no body)',
-        {'1.0': {200: 'ResourceClass'}, '1.7': {201: None, 204: None}},
-        body={'1.0': resource_class_schema.PUT, '1.7': None}),
-    'resource_classes.delete_resource_class': Operation(
-        'Delete a custom resource class', _NO_BODY_204),
-    'traits.list_traits': Operation(
-        'List traits', _since({200: 'Traits'}),
-        query=_since(trait_schema.LIST_QUERY)),
-    'traits.show_trait': Operation('Check that a trait exists', _NO_BODY_204),
-    'traits.put_trait': Operation(
-        'Create a custom trait if missing', _since({201: None, 204: None})),
-    'traits.delete_trait': Operation('Delete a custom trait', _NO_BODY_204),
-    'resource_providers.list_resource_providers': Operation(
-        'List resource providers', _since({200: 'ResourceProviders'}),
-        query={'1.0': provider_schema.LIST_QUERY,
-               '1.3': provider_schema.LIST_QUERY_1_3,
-               '1.4': provider_schema.LIST_QUERY_1_4,
-               '1.14': provider_schema.LIST_QUERY_1_14,
-               '1.18': provider_schema.LIST_QUERY_1_18}),
-    'resource_providers.create_resource_provider': Operation(
-        'Create a resource provider',
-        {'1.0': {201: None}, '1.20': {200: 'ResourceProvider'}},
-        body={'1.0': provider_schema.POST, '1.14': provider_schema.POST_1_14}),
-    'resource_providers.show_resource_provider': Operation(
-        'Show a resource provider', _since({200: 'ResourceProvider'})),
-    'resource_providers.update_resource_provider': Operation(
-        'Update a resource provider', _since({200: 'ResourceProvider'}),
-        body={'1.0': provider_schema.PUT, '1.14': provider_schema.PUT_1_14}),
-    'resource_providers.delete_resource_provider': Operation(
-        'Delete a resource provider', _NO_BODY_204),
-    'aggregates.list_aggregates': Operation(
-        "List a provider's aggregates", _since({200: 'ProviderAggregates'})),
-    'aggregates.update_aggregates': Operation(
-        "Replace a provider's aggregates",
-        _since({200: 'ProviderAggregates'}),
-        body={'1.0': aggregate_schema.PUT, '1.19': aggregate_schema.PUT_1_19}),
-    'resource_provider_traits.list_traits': Operation(
-        "List a provider's traits", _since({200: 'ProviderTraits'})),
-    'resource_provider_traits.update_traits': Operation(
-        "Replace a provider's traits", _since({200: 'ProviderTraits'}),
-        body=_since(provider_trait_schema.PUT)),
-    'resource_provider_traits.delete_traits': Operation(
-        "Remove all of a provider's traits", _NO_BODY_204),
-    'inventories.list_inventories': Operation(
-        "List a provider's inventories", _since({200: 'Inventories'})),
-    'inventories.create_inventory': Operation(
-        'Create one inventory', _since({201: 'Inventory'}),
-        body=_since(inventory_schema.POST)),
-    'inventories.replace_inventories': Operation(
-        "Replace all of a provider's inventories",
-        _since({200: 'Inventories'}), body=_since(inventory_schema.PUT_ALL)),
-    'inventories.delete_inventories': Operation(
-        "Delete all of a provider's inventories", _NO_BODY_204,
-        min_version='1.5'),
-    'inventories.show_inventory': Operation(
-        'Show one inventory', _since({200: 'Inventory'})),
-    'inventories.update_inventory': Operation(
-        'Update one inventory', _since({200: 'Inventory'}),
-        body=_since(inventory_schema.PUT_ONE)),
-    'inventories.delete_inventory': Operation(
-        'Delete one inventory', _NO_BODY_204),
-    'usages.provider_usages': Operation(
-        "A provider's usages", _since({200: 'ProviderUsages'})),
-    'usages.total_usages': Operation(
-        "Usages of a project's (and user's) consumers",
-        _since({200: 'Usages'}),
-        query={'1.0': usage_schema.QUERY, '1.38': usage_schema.QUERY_V1_38}),
-    'allocation_candidates.list_allocation_candidates': Operation(
-        'Allocation candidates for a request of resources',
-        _since({200: 'AllocationCandidates'}), query=candidate_schema.GET),
-    'allocations.show_allocations': Operation(
-        "A consumer's allocations", _since({200: 'ConsumerAllocations'})),
-    'allocations.set_allocations': Operation(
-        "Replace a consumer's allocations", _NO_BODY_204,
-        body=allocation_schema.PUT),
-    'allocations.set_many_allocations': Operation(
-        'Replace the allocations of several consumers', _NO_BODY_204,
-        body=allocation_schema.POST),
-    'allocations.delete_allocations': Operation(
-        "Delete a consumer's allocations", _NO_BODY_204),
-    'allocations.list_provider_allocations': Operation(
-        'Allocations against a provider',
-        _since({200: 'ProviderAllocations'})),
-    'reshaper.reshape': Operation(
-        'Move inventories and allocations between providers at once',
-        _NO_BODY_204, body=allocation_schema.RESHAPE),
-    # Extension (placement.api.explain).
-    'x_explain.explain_allocation_candidates': Operation(
-        'Explain which allocation candidates a query finds, and why not '
-        'more (extension, admin only)', _since({200: 'Explanation'}),
-        query=candidate_schema.GET),
-}
-
 # Open operations: no token needed.
 _OPEN = {'root.home'}
 _PATH_ARGUMENT = re.compile(r'<(?:[^:<>]+:)?([^<>]+)>')
@@ -392,21 +254,21 @@ _PATH_PARAMETERS = {
 _WRITES = ('PUT', 'POST', 'PATCH', 'DELETE')
 
 
-def document(app, version=microversion.MAX_VERSION):
-    """The OpenAPI document of Flask ``app`` at ``version`` (a tuple)."""
+def document(app, version=versions_module.MAX_VERSION):
+    """The OpenAPI document of Flask ``app`` at ``version`` (a tuple), from
+    the routes' declarations (placement.api.wsgi.Declaration).
+    """
     version_text = '%d.%d' % version
     paths = {}
     for rule in app.url_map.iter_rules():
+        declaration = app.view_functions[rule.endpoint].declaration
+        low, high = declaration.documented_from, declaration.versions[1]
+        if not low <= version <= high:
+            continue
         for method in sorted(rule.methods - {'HEAD', 'OPTIONS'}):
-            operation = OPERATIONS[rule.endpoint]
-            low, high = app.view_functions[rule.endpoint].versions
-            if operation.min_version:
-                low = max(low, microversion.parse(operation.min_version))
-            if not low <= version <= high:
-                continue
             path = _PATH_ARGUMENT.sub(r'{\1}', rule.rule)
             paths.setdefault(path, {})[method.lower()] = _operation(
-                rule, method, operation, version, (low, high))
+                rule, method, declaration, version, (low, high))
     return {
         'openapi': OPENAPI_VERSION,
         'info': {
@@ -432,28 +294,28 @@ def document(app, version=microversion.MAX_VERSION):
     }
 
 
-def _operation(rule, method, operation, version, versions):
+def _operation(rule, method, declaration, version, versions):
     described = {
         'operationId': rule.endpoint,
-        'summary': operation.summary,
+        'summary': declaration.summary,
         'x-microversions': {'min': '%d.%d' % versions[0],
                             'max': '%d.%d' % versions[1]},
         'parameters': _parameters(rule, version),
     }
-    query = operation.query and microversion.by_version(
-        operation.query, version)
+    query = declaration.query and versions_module.pick(
+        declaration.query, version)
     if query:
         described['parameters'].extend(_query_parameters(query))
         if query.get('patternProperties'):
             # Parameter names OpenAPI cannot list (granular groups).
             described['x-query-patterns'] = query['patternProperties']
-    changes = sorted({key for choices in (operation.body, operation.query)
-                      if choices for key in choices if key != '1.0'},
-                     key=microversion.parse)
+    changes = sorted({key for table in (declaration.body, declaration.query)
+                      if table for key in table if key > versions[0]})
     if changes:
-        described['x-request-schema-versions'] = changes
-    body = operation.body and microversion.by_version(
-        operation.body, version)
+        described['x-request-schema-versions'] = [
+            '%d.%d' % key for key in changes]
+    body = declaration.body and versions_module.pick(
+        declaration.body, version)
     if body is not None:
         described['requestBody'] = {
             'required': True,
@@ -462,7 +324,7 @@ def _operation(rule, method, operation, version, versions):
         described['security'] = []
     described['responses'] = _responses(
         rule.endpoint, method,
-        microversion.by_version(operation.ok, version), body is not None)
+        versions_module.pick(declaration.ok, version), body is not None)
     return described
 
 
@@ -553,5 +415,7 @@ def _asked_version(text):
     None when it is not one of the service's versions.
     """
     if text is None:
-        return microversion.MAX_VERSION
-    return microversion.parse(text) if text in microversion.VERSIONS else None
+        return versions_module.MAX_VERSION
+    if text not in versions_module.VERSIONS:
+        return None
+    return versions_module.parse(text)

@@ -1,6 +1,6 @@
 """The request log: one INFO line per request, in upstream's format.
 
-    127.0.0.1 "GET /placement/traits?name=in:A" status: 200 len: 312 microversion: 1.39
+    127.0.0.1 "GET /placement/traits" status: 200 len: 312 microversion: 1.39
 
 on the ``placement.requestlog`` logger, so that log filters and dashboards
 written for upstream Placement keep working. The length is the response's

@@ -5,17 +5,19 @@ import contextlib
 
 import flask
 
-from placement.api import allocations
+from placement import exception
+from placement.api import claims
 from placement.api import errors
-from placement.api import microversion
 from placement.api import wsgi
 from placement.db import inventory as inventory_db
 from placement.db import reshaper as reshaper_db
-from placement import exception
 from placement.policies import reshaper as policies
 from placement.schemas import allocation as schema
 
 blueprint = flask.Blueprint('reshaper', __name__)
+
+# POST /reshaper exists from 1.30.
+RESHAPE_VERSION = (1, 30)
 
 
 @contextlib.contextmanager
@@ -34,10 +36,11 @@ def _reshape_errors():
 
 
 @blueprint.route('/reshaper', methods=['POST'])
-@wsgi.handler(min_version='1.30', content=True)
+@wsgi.handler('Move inventories and allocations between providers at once',
+              {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE)
 def reshape():
     wsgi.authorize(policies.RESHAPE)
-    body = wsgi.json_body(microversion.by_version(schema.RESHAPE))
+    body = wsgi.body()
     # A record whose name is no resource class name went unvalidated (it
     # may not even be an object): that name is refused as unknown in turn.
     inventories = {
@@ -53,13 +56,13 @@ def reshape():
             except exception.Invalid as exc:
                 raise errors.BadRequest('malformed reshaper data: %s' % exc)
     requests = [
-        allocations.consumer_request(
+        claims.consumer_request(
             consumer_uuid, entry,
-            allocations.keyed_resources(entry['allocations']))
+            claims.keyed_resources(entry['allocations']))
         for consumer_uuid, entry in body['allocations'].items()]
-    with allocations.write_errors('malformed reshaper data: %s',
-                                  'update conflict: %s'):
+    with claims.write_errors('malformed reshaper data: %s',
+                             'update conflict: %s'):
         with _reshape_errors():
-            allocations.write_retrying(
+            claims.write_retrying(
                 reshaper_db.reshape, inventories, requests)
     return wsgi.empty_response(204)

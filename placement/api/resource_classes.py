@@ -1,11 +1,11 @@
 """/resource_classes: list, create, show, rename or ensure, delete."""
 import flask
 
+from placement import exception
 from placement.api import errors
 from placement.api import microversion
 from placement.api import wsgi
 from placement.db import resource_class as rc_db
-from placement import exception
 from placement.policies import resource_class as policies
 from placement.schemas import resource_class as schema
 
@@ -24,8 +24,15 @@ def _not_found(exc):
     return errors.NotFound(str(exc))
 
 
+# Resource classes have a path of their own from 1.2.
+SINCE = (1, 2)
+# PUT creates a class if missing (no body) instead of renaming it.
+ENSURE_VERSION = (1, 7)
+
+
 @blueprint.route('/resource_classes', methods=['GET'])
-@wsgi.handler(min_version='1.2')
+@wsgi.handler('List resource classes', {200: 'ResourceClasses'},
+              min_version=SINCE)
 def list_resource_classes():
     wsgi.authorize(policies.LIST)
     rows = wsgi.read(rc_db.list_all)
@@ -35,10 +42,11 @@ def list_resource_classes():
 
 
 @blueprint.route('/resource_classes', methods=['POST'])
-@wsgi.handler(min_version='1.2', content=True)
+@wsgi.handler('Create a custom resource class', {201: None},
+              min_version=SINCE, body=schema.POST)
 def create_resource_class():
     wsgi.authorize(policies.CREATE)
-    name = wsgi.json_body(schema.POST)['name']
+    name = wsgi.body()['name']
     try:
         wsgi.write(rc_db.create, name)
     except exception.Duplicate:
@@ -50,7 +58,8 @@ def create_resource_class():
 
 
 @blueprint.route('/resource_classes/<name>', methods=['GET'])
-@wsgi.handler(min_version='1.2')
+@wsgi.handler('Show a resource class', {200: 'ResourceClass'},
+              min_version=SINCE)
 def show_resource_class(name):
     wsgi.authorize(policies.SHOW)
     try:
@@ -62,16 +71,20 @@ def show_resource_class(name):
 
 
 @blueprint.route('/resource_classes/<name>', methods=['PUT'])
-@wsgi.handler(min_version='1.2')
+@wsgi.handler(
+    'Rename a custom resource class (1.2-1.6); create it if missing (1.7+, '
+    'no body)',
+    {SINCE: {200: 'ResourceClass'}, ENSURE_VERSION: {201: None, 204: None}},
+    min_version=SINCE, body={SINCE: schema.PUT, ENSURE_VERSION: None})
 def update_resource_class(name):
     wsgi.authorize(policies.UPDATE)
-    return microversion.by_version({'1.2': _rename, '1.7': _ensure})(name)
+    return microversion.by_version(
+        {SINCE: _rename, ENSURE_VERSION: _ensure})(name)
 
 
 def _rename(name):
     """1.2-1.6: PUT renames a custom class."""
-    wsgi.require_json_content()
-    new_name = wsgi.json_body(schema.PUT)['name']
+    new_name = wsgi.body()['name']
     try:
         wsgi.write(rc_db.rename, name, new_name)
     except exception.NotFound as exc:
@@ -97,7 +110,8 @@ def _ensure(name):
 
 
 @blueprint.route('/resource_classes/<name>', methods=['DELETE'])
-@wsgi.handler(min_version='1.2')
+@wsgi.handler('Delete a custom resource class', {204: None},
+              min_version=SINCE)
 def delete_resource_class(name):
     wsgi.authorize(policies.DELETE)
     try:

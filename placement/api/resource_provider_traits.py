@@ -1,26 +1,23 @@
 """/resource_providers/{uuid}/traits: list, replace, remove all (1.6+)."""
 import flask
 
-from placement.api import errors
-from placement.api import resource_providers
-from placement.api import wsgi
-from placement.db import resource_provider as rp_db
-from placement.db import resource_provider_trait as rp_trait_db
 from placement import exception
+from placement.api import errors
+from placement.api import wsgi
+from placement.db import resource_provider_trait as rp_trait_db
 from placement.policies import trait as policies
 from placement.schemas import resource_provider_trait as schema
 
 blueprint = flask.Blueprint('resource_provider_traits', __name__)
 
 _PATH = '/resource_providers/<uuid>/traits'
+# A provider's traits exist from 1.6.
+SINCE = (1, 6)
 
 
 def _read(conn, uuid):
-    try:
-        provider = rp_db.get_by_uuid(conn, uuid)
-    except exception.NotFound as exc:
-        # Upstream's GET says it twice.
-        raise errors.NotFound('%s: %s' % (exc, exc))
+    # Upstream's GET says it twice.
+    provider = wsgi.provider_or_404(uuid, '%(error)s: %(error)s', conn)
     return provider, rp_trait_db.of_provider(conn, provider['id'])
 
 
@@ -31,7 +28,8 @@ def _response(names, generation, rows):
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler("List a provider's traits", {200: 'ProviderTraits'},
+              min_version=SINCE)
 def list_traits(uuid):
     wsgi.authorize(policies.RP_TRAIT_LIST)
     provider, rows = wsgi.read(_read, uuid)
@@ -40,41 +38,38 @@ def list_traits(uuid):
 
 
 def _replace(conn, uuid, names, expected_generation):
-    provider = resource_providers.get_or_404(conn, uuid)
+    provider = wsgi.provider_or_404(uuid, conn=conn)
     generation = rp_trait_db.replace(
         conn, provider, names, expected_generation)
     return generation, rp_trait_db.of_provider(conn, provider['id'])
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@wsgi.handler(min_version='1.6', content=True)
+@wsgi.handler("Replace a provider's traits", {200: 'ProviderTraits'},
+              min_version=SINCE, body=schema.PUT)
 def update_traits(uuid):
     wsgi.authorize(policies.RP_TRAIT_UPDATE)
-    wsgi.read(resource_providers.get_or_404, uuid)
-    data = wsgi.json_body(schema.PUT)
+    wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     try:
         generation, rows = wsgi.write(
             _replace, uuid, data['traits'],
             data['resource_provider_generation'])
-    except exception.ConcurrentUpdate as exc:
-        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
     except exception.NotFound as exc:
+        # Unknown traits (a vanished provider is an HTTP 404 already).
         raise errors.BadRequest(str(exc))
     # Unlike GET, upstream's PUT answers with the names sorted.
     return _response(sorted(row['name'] for row in rows), generation, rows)
 
 
 def _delete_all(conn, uuid):
-    provider = resource_providers.get_or_404(conn, uuid)
-    rp_trait_db.delete_all(conn, provider)
+    rp_trait_db.delete_all(conn, wsgi.provider_or_404(uuid, conn=conn))
 
 
 @blueprint.route(_PATH, methods=['DELETE'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler("Remove all of a provider's traits", {204: None},
+              min_version=SINCE)
 def delete_traits(uuid):
     wsgi.authorize(policies.RP_TRAIT_DELETE)
-    try:
-        wsgi.write(_delete_all, uuid)
-    except exception.ConcurrentUpdate as exc:
-        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+    wsgi.write(_delete_all, uuid)
     return wsgi.empty_response()

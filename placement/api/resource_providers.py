@@ -3,17 +3,17 @@ import uuid as uuid_lib
 
 import flask
 
+from placement import candidates
+from placement import exception
+from placement import querylang
 from placement.api import errors
 from placement.api import microversion
 from placement.api import wsgi
-from placement import candidates
 from placement.candidates import request as candidates_request
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
 from placement.db import trait as trait_db
-from placement import exception
 from placement.policies import resource_provider as policies
-from placement import querylang
 from placement.schemas import allocation_candidate as candidate_schema
 from placement.schemas import resource_provider as schema
 
@@ -68,28 +68,19 @@ def viewer():
     return show
 
 
-def get_or_404(conn, uuid):
-    """``resource_provider.get_by_uuid`` answering 404 when missing."""
-    try:
-        return rp_db.get_by_uuid(conn, uuid)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
-
-
 @blueprint.route('/resource_providers', methods=['GET'])
-@wsgi.handler()
+@wsgi.handler('List resource providers', {200: 'ResourceProviders'},
+              query={(1, 0): schema.LIST_QUERY,
+                     (1, 3): schema.LIST_QUERY_1_3,
+                     (1, 4): schema.LIST_QUERY_1_4,
+                     TREE_FIELDS_VERSION: schema.LIST_QUERY_1_14,
+                     (1, 18): schema.LIST_QUERY_1_18})
 def list_resource_providers():
     wsgi.authorize(policies.LIST)
-    params = wsgi.query(microversion.by_version({
-        '1.0': schema.LIST_QUERY,
-        '1.3': schema.LIST_QUERY_1_3,
-        '1.4': schema.LIST_QUERY_1_4,
-        '1.14': schema.LIST_QUERY_1_14,
-        '1.18': schema.LIST_QUERY_1_18,
-    }))
+    params = wsgi.params()
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
     version = microversion.current()
-    pairs = list(flask.request.args.items(multi=True))
+    pairs = wsgi.query_pairs()
     # Parsed in upstream's order, which decides the error reported first.
     group = candidates_request.Group(in_tree=params.get('in_tree'))
     if 'member_of' in params:
@@ -133,11 +124,14 @@ def _list(conn, filters, group):
 
 
 @blueprint.route('/resource_providers', methods=['POST'])
-@wsgi.handler(content=True)
+@wsgi.handler('Create a resource provider',
+              {(1, 0): {201: None},
+               POST_RETURNS_BODY_VERSION: {200: 'ResourceProvider'}},
+              body={(1, 0): schema.POST,
+                    TREE_FIELDS_VERSION: schema.POST_1_14})
 def create_resource_provider():
     wsgi.authorize(policies.CREATE)
-    data = wsgi.json_body(microversion.by_version({
-        '1.0': schema.POST, '1.14': schema.POST_1_14}))
+    data = wsgi.body()
     name = data['name']
     # The canonical form, whatever spelling of the uuid the client used.
     uuid = str(uuid_lib.UUID(data['uuid']) if 'uuid' in data
@@ -161,22 +155,20 @@ def create_resource_provider():
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['GET'])
-@wsgi.handler()
+@wsgi.handler('Show a resource provider', {200: 'ResourceProvider'})
 def show_resource_provider(uuid):
     wsgi.authorize(policies.SHOW)
-    row = wsgi.read(get_or_404, uuid)
+    row = wsgi.provider_or_404(uuid)
     return wsgi.json_response(
         view(row), last_modified=wsgi.last_modified_of([row]))
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
-@wsgi.handler()
+@wsgi.handler('Delete a resource provider', {204: None})
 def delete_resource_provider(uuid):
     wsgi.authorize(policies.DELETE)
     try:
         wsgi.write(rp_db.delete, uuid)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
     except rp_db.HasChildren as exc:
         raise errors.Conflict(
             str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
@@ -186,19 +178,17 @@ def delete_resource_provider(uuid):
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
-@wsgi.handler(content=True)
+@wsgi.handler('Update a resource provider', {200: 'ResourceProvider'},
+              body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14})
 def update_resource_provider(uuid):
     wsgi.authorize(policies.UPDATE)
-    before = wsgi.read(get_or_404, uuid)
-    data = wsgi.json_body(microversion.by_version({
-        '1.0': schema.PUT, '1.14': schema.PUT_1_14}))
+    before = wsgi.provider_or_404(uuid)
+    data = wsgi.body()
     parent = data.get('parent_provider_uuid', rp_db.KEEP_PARENT)
     try:
         row = wsgi.write(
             rp_db.update, uuid, data['name'], parent,
             microversion.is_at_least(REPARENT_VERSION))
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
     except exception.Invalid as exc:
         raise errors.BadRequest(
             'Unable to save resource provider %s: %s' % (uuid, exc))

@@ -8,7 +8,7 @@ blueprint = flask.Blueprint('root', __name__)
 
 
 @blueprint.route('/', methods=['GET'])
-@wsgi.handler(accept=False)
+@wsgi.handler('The version document', {200: 'Versions'}, accept=False)
 def home():
     version = {
         'id': 'v%s' % microversion.min_version_string(),

@@ -4,11 +4,13 @@ import flask
 from placement.api import errors
 from placement.api import wsgi
 from placement.db import trait as trait_db
-from placement import exception
 from placement.policies import trait as policies
 from placement.schemas import trait as schema
 
 blueprint = flask.Blueprint('traits', __name__)
+
+# Traits exist from 1.6.
+SINCE = (1, 6)
 
 _BAD_NAME_FILTER = (
     'Badly formatted name parameter. Expected name query string parameter '
@@ -44,10 +46,11 @@ def _associated_filter(value):
 
 
 @blueprint.route('/traits', methods=['GET'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler('List traits', {200: 'Traits'}, min_version=SINCE,
+              query=schema.LIST_QUERY)
 def list_traits():
     wsgi.authorize(policies.TRAITS_LIST)
-    params = wsgi.query(schema.LIST_QUERY)
+    params = wsgi.params()
     filters = _name_filter(params.get('name'))
     filters.update(_associated_filter(params.get('associated')))
     rows = wsgi.read(trait_db.list_all, **filters)
@@ -56,19 +59,18 @@ def list_traits():
 
 
 @blueprint.route('/traits/<name>', methods=['GET'])
-@wsgi.handler(min_version='1.6', accept=False)
+@wsgi.handler('Check that a trait exists', {204: None}, min_version=SINCE,
+              accept=False)
 def show_trait(name):
     wsgi.authorize(policies.TRAITS_SHOW)
-    try:
-        row = wsgi.read(trait_db.get_by_name, name)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
+    row = wsgi.read(trait_db.get_by_name, name)
     return wsgi.empty_response(
         204, last_modified=wsgi.last_modified_of([row]))
 
 
 @blueprint.route('/traits/<name>', methods=['PUT'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler('Create a custom trait if missing', {201: None, 204: None},
+              min_version=SINCE)
 def put_trait(name):
     wsgi.authorize(policies.TRAITS_UPDATE)
     if not schema.is_custom_name(name):
@@ -82,15 +84,9 @@ def put_trait(name):
 
 
 @blueprint.route('/traits/<name>', methods=['DELETE'])
-@wsgi.handler(min_version='1.6')
+@wsgi.handler('Delete a custom trait', {204: None}, min_version=SINCE)
 def delete_trait(name):
     wsgi.authorize(policies.TRAITS_DELETE)
-    try:
-        wsgi.write(trait_db.delete, name)
-    except exception.NotFound as exc:
-        raise errors.NotFound(str(exc))
-    except exception.Invalid as exc:
-        raise errors.BadRequest(str(exc))
-    except exception.InUse as exc:
-        raise errors.Conflict(str(exc))
+    # Unknown: 404, standard: 400, in use: 409 (the app's mapping).
+    wsgi.write(trait_db.delete, name)
     return wsgi.empty_response()

@@ -1,7 +1,6 @@
 """Usages of one provider, and totals of a project (and user)."""
 import flask
 
-from placement.api import inventories
 from placement.api import microversion
 from placement.api import wsgi
 from placement.db import usage as usage_db
@@ -12,6 +11,8 @@ blueprint = flask.Blueprint('usages', __name__)
 
 # Totals grouped by consumer type.
 CONSUMER_TYPE_VERSION = (1, 38)
+# GET /usages exists from 1.9.
+TOTALS_VERSION = (1, 9)
 
 
 def _response(body):
@@ -20,10 +21,10 @@ def _response(body):
 
 
 @blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
-@wsgi.handler()
+@wsgi.handler("A provider's usages", {200: 'ProviderUsages'})
 def provider_usages(uuid):
     wsgi.authorize(policies.PROVIDER_USAGES)
-    provider = inventories.provider_or_404(
+    provider = wsgi.provider_or_404(
         uuid, 'No resource provider with uuid %(uuid)s found: %(error)s')
     usages = wsgi.read(usage_db.by_provider, provider['id'])
     return _response({'resource_provider_generation': provider['generation'],
@@ -31,16 +32,18 @@ def provider_usages(uuid):
 
 
 @blueprint.route('/usages', methods=['GET'])
-@wsgi.handler(min_version='1.9')
+@wsgi.handler("Usages of a project's (and user's) consumers",
+              {200: 'Usages'}, min_version=TOTALS_VERSION,
+              query={TOTALS_VERSION: schema.QUERY,
+                     CONSUMER_TYPE_VERSION: schema.QUERY_V1_38})
 def total_usages():
     # The rule is about the project asked for (the last one, if repeated,
     # as for every parameter), and is checked before the query is.
     asked = flask.request.args.getlist('project_id')
     wsgi.authorize(policies.TOTAL_USAGES,
                    target={'project_id': asked[-1] if asked else None})
-    by_type = microversion.is_at_least(CONSUMER_TYPE_VERSION)
-    params = wsgi.query(schema.QUERY_V1_38 if by_type else schema.QUERY)
-    if by_type:
+    params = wsgi.params()
+    if microversion.is_at_least(CONSUMER_TYPE_VERSION):
         usages = wsgi.read(usage_db.by_consumer_type, params['project_id'],
                            params.get('user_id'), params.get('consumer_type'))
     else:

@@ -1,6 +1,7 @@
 """Helpers every handler module shares: the handler decorator, request
 bodies, query strings, responses, links and policy checks.
 """
+import dataclasses
 import datetime
 import functools
 import json
@@ -10,35 +11,113 @@ import flask
 import orjson
 from werkzeug import http as werkzeug_http
 
+from placement import exception
+from placement import policy
+from placement import validation
+from placement import versions as versions_module
 from placement.api import errors
 from placement.api import microversion
 from placement.db import engine as db_engine
-from placement import policy
-from placement import validation
+from placement.db import resource_provider as rp_db
 
 JSON = 'application/json'
 # Version from which GET responses carry cache headers.
 CACHE_HEADERS_VERSION = (1, 15)
 
-def handler(min_version=None, max_version=None, content=False, accept=True):
-    """Wrap a view with Placement's per-request contract.
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """What a route is, per microversion: the pipeline (``handler``)
+    enforces it and the OpenAPI document (placement.api.openapi) shows
+    it, so the two cannot disagree.
 
-    The checks run in upstream's order: version gate (404), Accept (406),
-    request media type (415/400); the view does its own policy check first
-    thing so that the target can depend on the request. As upstream, only
-    GETs check Accept; ``accept=False`` exempts a GET too (upstream's root
-    and GET /traits/{name} answer whatever the client accepts).
+    ``ok``, ``query`` and ``body`` are tables {first version: value}, as
+    versions.pick reads them: ``ok`` values are {status: response schema
+    name, or None for no body}; ``query`` and ``body`` values are the JSON
+    schemas ``params()`` and ``body()`` validate with (None: no body at
+    that version). ``versions`` is the (min, max) range the route exists
+    in (404 outside); below ``method_from`` it answers 405 instead.
     """
+    summary: str
+    ok: dict
+    versions: tuple = (versions_module.MIN_VERSION,
+                       versions_module.MAX_VERSION)
+    query: dict = None
+    body: dict = None
+    method_from: tuple = None
+    content: bool = False
+    accept: bool = True
+
+    @property
+    def documented_from(self):
+        """The first version the method is served at."""
+        return max(self.versions[0], self.method_from or self.versions[0])
+
+
+def handler(summary, ok, min_version=None, max_version=None, query=None,
+            body=None, method_from=None, accept=True):
+    """Declare a view's route (see Declaration) and wrap the view with
+    Placement's per-request contract.
+
+    The checks run in upstream's order: version gate (404), a method the
+    version does not have yet (405), Accept (406), request media type
+    (415/400, when the route takes a body at the request's version); the
+    view then does its own policy check first thing, so that the target
+    can depend on the request, and asks for its validated query
+    (``params()``) and body (``body()``) where upstream reads them. As
+    upstream, only GETs check Accept; ``accept=False`` exempts a GET too
+    (upstream's root and GET /traits/{name} answer whatever the client
+    accepts). Tables may be given as a single value for every version.
+    """
+    declaration = Declaration(
+        summary=summary, ok=_table(ok),
+        versions=(min_version or versions_module.MIN_VERSION,
+                  max_version or versions_module.MAX_VERSION),
+        query=_table(query), body=_table(body), method_from=method_from,
+        accept=accept)
+
     def decorator(view):
         @functools.wraps(view)
         def checked(*args, **kwargs):
+            low, high = declaration.versions
+            version = microversion.current()
+            if not low <= version <= high:
+                raise microversion.NotAvailable()
+            if method_from and version < method_from:
+                raise errors.MethodNotAllowedYet()
             if accept and flask.request.method == 'GET':
                 _check_accept()
-            if content:
+            if declaration.body and versions_module.pick(
+                    declaration.body, version) is not None:
                 require_json_content()
+            flask.g.declaration = declaration
             return view(*args, **kwargs)
-        return microversion.gate(min_version, max_version)(checked)
+        checked.declaration = declaration
+        return checked
     return decorator
+
+
+def _table(value):
+    """A {version: value} table as given, or one for every version."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and value and all(
+            isinstance(key, tuple) for key in value):
+        return value
+    return {versions_module.MIN_VERSION: value}
+
+
+def body():
+    """The request's JSON document, validated against the route's body
+    schema at the request's version.
+    """
+    return _json_body(microversion.by_version(flask.g.declaration.body))
+
+
+def params():
+    """The query string as a dict (a repeated key keeps its last value),
+    validated against the route's query schema at the request's version.
+    """
+    return _query(microversion.by_version(flask.g.declaration.query))
 
 
 def _check_accept():
@@ -57,6 +136,20 @@ def require_json_content():
         raise errors.UnsupportedMediaType(
             'The media type %s is not supported, use application/json'
             % media_type)
+
+
+def provider_or_404(uuid, detail='%(error)s', conn=None):
+    """The provider row of ``uuid`` (read on ``conn`` inside a
+    transaction, else on a connection of its own), or a 404 whose message
+    ``detail`` words from ``uuid`` and ``error`` (upstream words it
+    differently per route).
+    """
+    try:
+        if conn is None:
+            return read(rp_db.get_by_uuid, uuid)
+        return rp_db.get_by_uuid(conn, uuid)
+    except exception.NotFound as exc:
+        raise errors.NotFound(detail % {'uuid': uuid, 'error': exc})
 
 
 def context():
@@ -79,7 +172,7 @@ def conf():
     return flask.current_app.config['PLACEMENT_CONF']
 
 
-def json_body(schema):
+def _json_body(schema):
     """The request's JSON document, validated against ``schema``.
 
     What JSON forbids (NaN, Infinity, numbers no float holds) and what
@@ -157,12 +250,16 @@ def validate(data, schema):
     validation.check(data, schema)
 
 
-def query(schema):
+def query_pairs():
+    """The query string's (key, value) pairs, in order, repeats included."""
+    return list(flask.request.args.items(multi=True))
+
+
+def _query(schema):
     """The query string as a dict (a repeated key keeps its last value),
     validated against ``schema``.
     """
-    return validation.check_query(flask.request.args.items(multi=True),
-                                  schema)
+    return validation.check_query(query_pairs(), schema)
 
 
 def json_response(data, status=200, last_modified=None):

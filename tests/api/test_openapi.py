@@ -13,15 +13,11 @@ from schemathesis.core import failures as schemathesis_failures
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from placement.api import microversion
-from placement.api import openapi
 from placement.api import routes
 from placement.api import wsgi
-from placement import validation
 
 import error_text
 
-# Every operation's handler calls wsgi.authorize first; the root has none.
-UNGUARDED = {'root.home'}
 ROLES = {'X-Roles': 'admin,service'}
 SCHEMATHESIS_VERSIONS = ('1.0', '1.20', '1.39')
 EXAMPLES_PER_OPERATION = 6
@@ -72,9 +68,16 @@ def test_unknown_microversion_is_400(api, asked):
         error_text.raw_detail(response))
 
 
-def test_every_route_is_described():
-    endpoints = {rule.endpoint for rule in _routes().url_map.iter_rules()}
-    assert endpoints == set(openapi.OPERATIONS)
+def test_every_route_is_declared():
+    """The document and the checks of every request come from one
+    declaration per route (wsgi.handler).
+    """
+    app = _routes()
+    undeclared = [rule.endpoint for rule in app.url_map.iter_rules()
+                  if not isinstance(getattr(app.view_functions[rule.endpoint],
+                                            'declaration', None),
+                                    wsgi.Declaration)]
+    assert not undeclared
 
 
 @pytest.mark.sqlite_only
@@ -107,41 +110,6 @@ def _routes():
     return app
 
 
-class _Recorder:
-    """What the handlers did: which ran (wsgi.authorize) and with which
-    query and body schemas they validated.
-    """
-
-    def __init__(self, monkeypatch):
-        self.authorized = set()
-        self.schemas = {}
-        original_body = wsgi.json_body
-        original_query = validation.check_query
-
-        def record_body(schema):
-            self._record('json_body', schema)
-            return original_body(schema)
-
-        def record_query(pairs, schema):
-            self._record('query', schema)
-            return original_query(pairs, schema)
-        monkeypatch.setattr(wsgi, 'json_body', record_body)
-        monkeypatch.setattr(validation, 'check_query', record_query)
-        authorize = wsgi.authorize
-
-        def recording_authorize(*args, **kwargs):
-            self.authorized.add(flask.request.url_rule.endpoint)
-            return authorize(*args, **kwargs)
-        monkeypatch.setattr(wsgi, 'authorize', recording_authorize)
-
-    def _record(self, kind, schema):
-        self.schemas[(flask.request.url_rule.endpoint, kind)] = schema
-
-    def reset(self):
-        self.authorized.clear()
-        self.schemas.clear()
-
-
 def _seed(api):
     """A provider with inventory, a custom class and a custom trait; the
     values to put in path parameters to reach them.
@@ -157,51 +125,6 @@ def _seed(api):
     assert api.put('/traits/CUSTOM_OPENAPI').status_code in (201, 204)
     return {'uuid': provider, 'consumer_uuid': str(uuid.uuid4()),
             'resource_class': 'VCPU', 'name': 'CUSTOM_OPENAPI'}
-
-
-def _fill(path, values):
-    for name, value in values.items():
-        path = path.replace('{%s}' % name, value)
-    return path
-
-
-@pytest.mark.sqlite_only
-def test_handlers_validate_with_the_documented_schemas(api, monkeypatch):
-    """At every microversion, each documented operation reaches its
-    handler, which validates its query and body with exactly the schema
-    objects the document shows; undocumented ones are refused before.
-    """
-    values = _seed(api)
-    # DELETEs name nothing that exists: the seeds stay.
-    absent = {'uuid': str(uuid.uuid4()), 'consumer_uuid': str(uuid.uuid4()),
-              'resource_class': 'CUSTOM_ABSENT', 'name': 'CUSTOM_ABSENT'}
-    rules = [(rule, method) for rule in _routes().url_map.iter_rules()
-             for method in sorted(rule.methods - {'HEAD', 'OPTIONS'})]
-    recorder = _Recorder(monkeypatch)
-    for version_text in microversion.VERSIONS:
-        version = microversion.parse(version_text)
-        documented = {(path, method) for path, method, _ in _operations(
-            _document(api, version_text))}
-        for rule, method in rules:
-            recorder.reset()
-            operation = openapi.OPERATIONS[rule.endpoint]
-            path = openapi._PATH_ARGUMENT.sub(r'{\1}', rule.rule)
-            filled = _fill(path, absent if method == 'DELETE' else values)
-            api.request(method, filled, version=version_text,
-                        json={} if method in ('PUT', 'POST') else None,
-                        headers=ROLES)
-            where = '%s %s at %s' % (method, path, version_text)
-            if (path, method) not in documented:
-                assert rule.endpoint not in recorder.authorized, where
-                continue
-            if rule.endpoint not in UNGUARDED:
-                assert rule.endpoint in recorder.authorized, where
-            for kind, choices in (('json_body', operation.body),
-                                  ('query', operation.query)):
-                expected = choices and microversion.by_version(
-                    choices, version)
-                got = recorder.schemas.get((rule.endpoint, kind))
-                assert got is expected, '%s: %s schema' % (where, kind)
 
 
 def _schemathesis_strategy(operation, values):

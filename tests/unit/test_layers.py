@@ -78,3 +78,19 @@ def test_the_core_and_the_cli_load_no_http_framework():
          'print(sorted(m for m in %r if m in sys.modules))' % sorted(HTTP)],
         capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == '[]'
+
+
+def _handler_modules():
+    """placement.api modules that serve routes (define a blueprint)."""
+    return {module for module, path in _modules()
+            if module.startswith('placement.api.')
+            and 'flask.Blueprint(' in path.read_text()}
+
+
+def test_handler_modules_do_not_import_each_other():
+    """What handlers share lives in helper modules (wsgi, claims, ...)."""
+    handlers = _handler_modules()
+    assert len(handlers) > 10
+    crossing = {module: sorted(set(_imports(path)) & handlers)
+                for module, path in _modules() if module in handlers}
+    assert not {m: i for m, i in crossing.items() if i}

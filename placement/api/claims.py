@@ -1,0 +1,105 @@
+"""Writing allocations: what PUT and POST /allocations and POST /reshaper
+share (the requests a body asks for, the retries, upstream's words for
+what went wrong).
+"""
+import contextlib
+import logging
+
+from placement import exception
+from placement.api import errors
+from placement.api import metrics
+from placement.api import wsgi
+from placement.db import allocation as alloc_db
+from placement.db import consumer as consumer_db
+from placement.db import engine as db_engine
+
+LOG = logging.getLogger(__name__)
+
+# The reason given when retries ran out on a provider that kept changing.
+PROVIDER_CHANGED = ('Another thread concurrently updated the resource '
+                    'provider data. Please retry your update')
+
+
+def write_retrying(fn, *args):
+    """``wsgi.write(fn, ...)`` for allocation writes, which queue for the
+    providers they allocate from instead of failing when others write
+    them. What is left (a consumer changed under the request, deadlocks,
+    Galera certification failures) is re-run from scratch (fresh reads),
+    up to ``[placement] allocation_conflict_retry_count`` attempts in
+    all; then the last error is raised.
+    """
+    attempts = max(1, wsgi.conf().placement.allocation_conflict_retry_count)
+
+    def retried(_exc):
+        metrics.ALLOCATION_CONFLICTS.inc()
+        metrics.ALLOCATION_RETRIES.inc()
+
+    try:
+        return wsgi.write(fn, *args, attempts=attempts,
+                          retry_also=exception.ConcurrentUpdate,
+                          on_retry=retried)
+    except exception.ConcurrentUpdate:
+        _gave_up(attempts)
+        raise
+    except Exception as exc:
+        if not db_engine.is_conflict(exc):
+            raise
+        _gave_up(attempts)
+        raise exception.ConcurrentUpdate(PROVIDER_CHANGED) from exc
+
+
+def _gave_up(attempts):
+    metrics.ALLOCATION_CONFLICTS.inc()
+    LOG.warning('Exceeded retry limit of %d on allocations write', attempts)
+
+
+def changed_reason(exc):
+    """Upstream's words for a write that lost a race (ConcurrentUpdate)."""
+    if isinstance(exc, consumer_db.ConcurrentUpdate):
+        return str(exc)
+    return PROVIDER_CHANGED
+
+
+@contextlib.contextmanager
+def write_errors(unknown_class, changed):
+    """Turn the data-layer failures of an allocation write into upstream's
+    responses. ``unknown_class`` and ``changed`` word (with one %s: the
+    reason) the 400 for an unknown resource class and the 409 for a lost
+    race, which differ between handlers.
+    """
+    try:
+        yield
+    except consumer_db.GenerationConflict as exc:
+        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+    except alloc_db.UnknownProvider as exc:
+        raise errors.BadRequest(str(exc))
+    except exception.NotFound as exc:
+        raise errors.BadRequest(unknown_class % exc)
+    except exception.Invalid as exc:
+        raise errors.Conflict('Unable to allocate inventory: %s' % exc)
+    except exception.ConcurrentUpdate as exc:
+        raise errors.Conflict(changed % changed_reason(exc),
+                              code=errors.CONCURRENT_UPDATE)
+
+
+def consumer_request(consumer_uuid, body, resources):
+    """A body's consumer fields as an allocation.ConsumerRequest.
+
+    Fields a version's schema does not allow are simply absent: before
+    1.8 the consumer is recorded with the configured placeholder project
+    and user, before 1.28 its generation is not checked, before 1.38 its
+    type is left as it is.
+    """
+    conf = wsgi.conf().placement
+    return alloc_db.ConsumerRequest(
+        uuid=consumer_uuid, resources=resources,
+        project=body.get('project_id', conf.incomplete_consumer_project_id),
+        user=body.get('user_id', conf.incomplete_consumer_user_id),
+        consumer_type=body.get('consumer_type'),
+        generation=body.get('consumer_generation', alloc_db.UNCHECKED))
+
+
+def keyed_resources(allocations):
+    """{provider uuid: resources} of a 1.12+ allocations object."""
+    return {provider_uuid: allocation['resources']
+            for provider_uuid, allocation in allocations.items()}
