@@ -5,7 +5,6 @@ through ``config.attributes['connection']``; there is no alembic.ini.
 """
 
 from alembic import context
-
 from placement.db import tables
 
 

@@ -12,7 +12,7 @@ class PlacementError(Exception):
     ``code`` the error code a client may match on (None: the default).
     """
 
-    def __init__(self, message='', code=None):
+    def __init__(self, message: str = '', code: str | None = None) -> None:
         super().__init__(message)
         self.code = code
 

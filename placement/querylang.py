@@ -14,14 +14,15 @@ The syntax grew with microversions; the ``*_VERSION`` constants say when.
 Versions are (major, minor) tuples.
 """
 import re
+from typing import Iterable
 
 from oslo_utils import uuidutils
 
-from placement.candidates import request as model
 from placement import exception
-from placement.schemas import allocation_candidate as schema
 from placement import validation
 from placement import versions
+from placement.candidates import request as model
+from placement.schemas import allocation_candidate as schema
 
 # GET /allocation_candidates exists from here.
 MIN_VERSION = (1, 10)
@@ -86,7 +87,8 @@ _KEYS_NUMBERED = _key_pattern(schema.NUMBERED_SUFFIX)
 _KEYS_WORDS = _key_pattern(schema.WORD_SUFFIX)
 
 
-def parse(pairs, version):
+def parse(pairs: Iterable[tuple[str, str]],
+          version: tuple[int, int]) -> model.Request:
     """The Request an allocation candidates query string asks for.
 
     ``pairs`` are its (key, value) pairs in order, repeated keys
@@ -101,7 +103,7 @@ def parse(pairs, version):
     return _request(pairs, version)
 
 
-def values_of(pairs, key):
+def values_of(pairs: Iterable[tuple[str, str]], key: str) -> list[str]:
     """Every value ``key`` has in ``pairs``, in order."""
     return [value for name, value in pairs if name == key]
 
@@ -182,7 +184,7 @@ def _groups(pairs, version):
     """
     pattern = _KEYS_WORDS if version >= WORD_SUFFIX_VERSION else (
         _KEYS_NUMBERED)
-    groups = {}
+    groups: dict[str, model.Group] = {}
     for key, value in pairs:
         match = pattern.match(key)
         if not match:
@@ -279,7 +281,7 @@ def _bad_query(detail):
     return exception.BadInput(INVALID_QUERY + detail)
 
 
-def resources(value):
+def resources(value: str) -> dict[str, int]:
     """``VCPU:2,MEMORY_MB:1024`` -> ``{'VCPU': 2, 'MEMORY_MB': 1024}``.
 
     A class named twice keeps its last amount. Class names are not checked.
@@ -301,7 +303,8 @@ def resources(value):
     return amounts
 
 
-def traits(value, allow_forbidden=False, allow_any=False):
+def traits(value: str, allow_forbidden: bool = False, allow_any: bool = False
+           ) -> tuple[list[frozenset[str]], set[str]]:
     """One value of ``required`` -> ``(required_groups, forbidden)``.
 
     ``required_groups`` is a list of frozensets: a provider must have at
@@ -318,6 +321,7 @@ def traits(value, allow_forbidden=False, allow_any=False):
                else _PLAIN_TRAITS_EXAMPLE)
     # Request order (an ordered set): an unknown trait is reported as the
     # first one the client named, as upstream does.
+    required: dict[str, None]
     required, forbidden = {}, set()
     for item in value.split(','):
         item = item.strip()
@@ -344,7 +348,9 @@ def _any_traits(value):
     return [frozenset(names)]
 
 
-def required_traits(values, version, allow_any=True):
+def required_traits(values: list[str], version: tuple[int, int],
+                    allow_any: bool = True
+                    ) -> tuple[list[frozenset[str]], set[str]]:
     """All values of a ``required``-like parameter, as one
     ``(required_groups, forbidden)`` pair.
 
@@ -366,7 +372,8 @@ def required_traits(values, version, allow_any=True):
     return groups, forbidden
 
 
-def aggregates(value, allow_forbidden=False):
+def aggregates(value: str,
+               allow_forbidden: bool = False) -> tuple[set[str], bool]:
     """One ``member_of`` value -> ``(uuids, forbidden)``.
 
     ``uuid`` or ``in:uuid1,uuid2`` mean "in one of these aggregates";
@@ -389,7 +396,8 @@ def aggregates(value, allow_forbidden=False):
     return set(uuids), forbidden
 
 
-def member_of(values, version):
+def member_of(values: list[str], version: tuple[int, int]
+              ) -> tuple[list[set[str]], set[str]]:
     """All values of a ``member_of``-like parameter ->
     ``(required_groups, forbidden)``.
 

@@ -1,6 +1,9 @@
 """JSON-schema validation of request bodies and query strings, reported
 with upstream's messages (``exception.BadInput``).
 """
+from typing import Any
+from typing import Iterable
+
 import jsonschema
 from oslo_utils import uuidutils
 
@@ -14,7 +17,7 @@ BODY_FORMATS = jsonschema.FormatChecker()
 BODY_PREFIX = 'JSON does not validate'
 QUERY_PREFIX = 'Invalid query string parameters'
 
-_VALIDATORS = {}
+_VALIDATORS: dict[tuple[int, int], Any] = {}
 
 
 @BODY_FORMATS.checks('uuid')
@@ -22,7 +25,8 @@ def _is_uuid_like(instance):
     return not isinstance(instance, str) or uuidutils.is_uuid_like(instance)
 
 
-def check(data, schema, prefix=BODY_PREFIX, formats=BODY_FORMATS):
+def check(data: Any, schema: dict[str, Any], prefix: str = BODY_PREFIX,
+          formats: jsonschema.FormatChecker = BODY_FORMATS) -> None:
     """Raise BadInput with the most relevant error, as jsonschema.validate
     (upstream) reports it, unless ``data`` is valid.
     """
@@ -32,7 +36,8 @@ def check(data, schema, prefix=BODY_PREFIX, formats=BODY_FORMATS):
         raise exception.BadInput('%s: %s' % (prefix, error))
 
 
-def check_query(pairs, schema):
+def check_query(pairs: Iterable[tuple[str, str]],
+                schema: dict[str, Any]) -> dict[str, str]:
     """The query string's (key, value) ``pairs`` as a dict in which a
     repeated key keeps its last value (as upstream's schemas see them),
     checked against ``schema``.

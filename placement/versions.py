@@ -4,6 +4,8 @@ The HTTP layer (placement.api.microversion) reads the request's version
 from its header; everything else compares tuples and picks what applies
 at a version from tables keyed by the version it starts at.
 """
+from typing import Any
+
 MIN_VERSION = (1, 0)
 MAX_VERSION = (1, 39)
 VERSIONS = ['%d.%d' % (MIN_VERSION[0], minor)
@@ -15,7 +17,7 @@ class UnknownVersion(ValueError):
     """Text that names none of the service's versions."""
 
 
-def parse(text):
+def parse(text: str | tuple[int, int]) -> tuple[int, int]:
     """``'1.10'`` -> ``(1, 10)``; a tuple is returned as it is."""
     if isinstance(text, tuple):
         return text
@@ -23,7 +25,7 @@ def parse(text):
     return int(major), int(minor)
 
 
-def from_text(text):
+def from_text(text: str) -> tuple[int, int]:
     """The version a client names: ``'1.N'`` within the service's range,
     or ``latest``; UnknownVersion otherwise.
     """
@@ -36,7 +38,8 @@ def from_text(text):
     return parse(text)
 
 
-def pick(table, version):
+def pick(table: dict[str, Any] | dict[tuple[int, int], Any],
+         version: tuple[int, int]) -> Any:
     """The value of ``table`` ({version it starts at: value}, keys as
     text or tuples) for ``version``: the one with the highest key not
     above it (None if every key is above it).

@@ -243,8 +243,9 @@ def race_delete_and_claims(servers):
     for _ in range(3):
         uuid = provider(servers, {'VCPU': {'total': 100}})
         outcomes = _in_parallel(
-            [lambda: servers.request('DELETE', '/resource_providers/' + uuid)]
-            + [lambda: claim(servers, {uuid: {'VCPU': 1}})] * 8)
+            [lambda uuid=uuid: servers.request(
+                'DELETE', '/resource_providers/' + uuid)]
+            + [lambda uuid=uuid: claim(servers, {uuid: {'VCPU': 1}})] * 8)
         (deleted, body), claims = outcomes[0], outcomes[1:]
         assert deleted in (204, 409), (deleted, body)
         claimed = [consumer for consumer, _, status, _ in claims

@@ -60,9 +60,9 @@ import pytest
 import sqlalchemy as sa
 from werkzeug import test as werkzeug_test
 
+from placement import conf as placement_conf
 from placement.api import app as placement_app
 from placement.candidates import sql as candidates_sql
-from placement import conf as placement_conf
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard
@@ -137,7 +137,7 @@ def unavailable(message):
     """Skip loudly, or fail under CI where every backend must be tested."""
     if in_ci():
         pytest.fail(message + ' (CI=true: failing instead of skipping)')
-    warnings.warn(message)
+    warnings.warn(message, stacklevel=2)
     pytest.skip(message)
 
 

@@ -1,6 +1,6 @@
 # Sourced by the tools/ scripts: make sure $VENV (default .venv) has the
-# project and its test requirements installed, in editable mode. Installs
-# again only when pyproject.toml changed.
+# project and its test and lint requirements installed, in editable mode.
+# Installs again only when pyproject.toml changed.
 
 ensure_venv() {
     PYTHON=${PYTHON:-python3}
@@ -15,7 +15,7 @@ ensure_venv() {
     fi
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
         echo "Installing the project into $VENV" >&2
-        "$VENV/bin/python" -m pip install --quiet -e '.[test]'
+        "$VENV/bin/python" -m pip install --quiet -e '.[test,lint]'
         echo "$wanted" > "$stamp"
     fi
 }

@@ -5,8 +5,9 @@ Revises: b5c396305c25
 Create Date: 2019-07-02
 """
 
-from alembic import op
 import sqlalchemy as sa
+
+from alembic import op
 
 revision = '422ece571366'
 down_revision = 'b5c396305c25'

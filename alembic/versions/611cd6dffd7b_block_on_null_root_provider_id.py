@@ -8,8 +8,9 @@ Later code assumes every provider knows its root; older deployments fill
 the column with the online data migrations, which must have run first.
 """
 
-from alembic import op
 import sqlalchemy as sa
+
+from alembic import op
 
 revision = '611cd6dffd7b'
 down_revision = 'b4ed3a175331'

@@ -5,8 +5,9 @@ Revises:
 Create Date: 2018-10-19
 """
 
-from alembic import op
 import sqlalchemy as sa
+
+from alembic import op
 
 revision = 'b4ed3a175331'
 down_revision = None

@@ -8,8 +8,9 @@ Consumer generations rely on a consumers row for every allocation; older
 deployments create the missing rows with the online data migrations.
 """
 
-from alembic import op
 import sqlalchemy as sa
+
+from alembic import op
 
 revision = 'b5c396305c25'
 down_revision = '611cd6dffd7b'

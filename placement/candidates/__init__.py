@@ -22,6 +22,10 @@ import contextlib
 import dataclasses
 import gc
 import itertools
+from typing import Iterable
+from typing import Iterator
+
+import sqlalchemy as sa
 
 from placement.candidates import engine
 from placement.candidates import loading
@@ -33,7 +37,8 @@ from placement.candidates.settings import Settings  # noqa: F401
 from placement.candidates.summaries import Result  # noqa: F401
 
 
-def find(conn, request, settings):
+def find(conn: sa.Connection, request: request_model.Request,
+         settings: Settings) -> Result:
     """The candidates for ``request`` and the summaries of their providers.
 
     Raises exception.Invalid, with upstream's message, for an unknown
@@ -45,7 +50,7 @@ def find(conn, request, settings):
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Hold the cyclic garbage collector while many small acyclic objects
     (freed by reference counting) are made and dropped; it would rescan
     them again and again. Callers that keep a big result should drop it
@@ -103,7 +108,8 @@ def _find(conn, request, settings):
     return summaries.result(conn, request, plan, names, chosen, used)
 
 
-def matching_providers(conn, group):
+def matching_providers(conn: sa.Connection,
+                       group: request_model.Group) -> set[int]:
     """Ids of the providers that on their own satisfy ``group`` (a
     request.Group), as GET /resource_providers filters: room for each
     class of ``resources``, every ``required`` any-of set and no
@@ -123,6 +129,7 @@ def matching_providers(conn, group):
     if need.lost:
         return set()
     # Room is decided in SQL, traits and aggregates as for candidates.
+    among: Iterable[int]
     if need.resources:
         among = sql.providers_with_room(conn, need.resources, need.tree)
     else:

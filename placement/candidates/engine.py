@@ -16,8 +16,15 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
+from typing import Any
+from typing import Callable
+from typing import Iterable
+from typing import Iterator
+from typing import Sequence
 
-_NONE = frozenset()
+from placement.candidates import sql
+
+_NONE: frozenset[int] = frozenset()
 
 
 @dataclasses.dataclass
@@ -29,16 +36,16 @@ class Need:
     ``lost`` is set when in_tree names an unknown provider.
     """
     suffix: str
-    resources: tuple = ()
-    required: tuple = ()
-    forbidden: frozenset = frozenset()
-    member_of: tuple = ()
-    forbidden_aggs: frozenset = frozenset()
-    tree: int = None
+    resources: tuple[tuple[int, int], ...] = ()
+    required: tuple[frozenset[int], ...] = ()
+    forbidden: frozenset[int] = frozenset()
+    member_of: tuple[frozenset[int], ...] = ()
+    forbidden_aggs: frozenset[int] = frozenset()
+    tree: int | None = None
     lost: bool = False
 
     @property
-    def single_provider(self):
+    def single_provider(self) -> bool:
         return bool(self.suffix)
 
 
@@ -49,37 +56,44 @@ class Universe:
     sharing trait), which is all the reasoning needs.
     """
 
-    def __init__(self, requested_classes=frozenset(), roots=None,
-                 narrowing=None):
+    def __init__(self,
+                 requested_classes: set[int] | frozenset[int] = frozenset(),
+                 roots: set[int] | None = None,
+                 narrowing: sql.Narrowing | None = None) -> None:
         # What the inventories were chosen for: the requested classes, the
         # trees they were read from (None: all) and the sql.Narrowing that
         # left rows out (None: none).
         self.requested_classes = requested_classes
         self.roots = roots
         self.narrowing = narrowing
-        self.root = {}
-        self.inventory = {}
-        self.by_class = collections.defaultdict(list)
-        self.traits = collections.defaultdict(set)
-        self.trait_holders = collections.defaultdict(set)
-        self.aggregates = collections.defaultdict(set)
-        self.sharing = set()
-        self.share_anchors = collections.defaultdict(set)
-        self.parent = {}
+        self.root: dict[int, int] = {}
+        self.inventory: dict[tuple[int, int], sql.Inventory] = {}
+        self.by_class: collections.defaultdict[int, list[sql.Inventory]] = (
+            collections.defaultdict(list))
+        self.traits: collections.defaultdict[int, set[int]] = (
+            collections.defaultdict(set))
+        self.trait_holders: collections.defaultdict[int, set[int]] = (
+            collections.defaultdict(set))
+        self.aggregates: collections.defaultdict[int, set[int]] = (
+            collections.defaultdict(set))
+        self.sharing: set[int] = set()
+        self.share_anchors: collections.defaultdict[int, set[int]] = (
+            collections.defaultdict(set))
+        self.parent: dict[int, int | None] = {}
         # Rows of by_class the options are made of: the first ``_kept``
         # of each class (read before any batch) and those from
         # ``_fresh`` on.
-        self._kept = {}
-        self._fresh = {}
+        self._kept: dict[int, int] = {}
+        self._fresh: dict[int, int] = {}
         # Roots of the trees whose rows of those classes were all read,
         # whatever the narrowing.
-        self.complete_trees = set()
+        self.complete_trees: set[int] = set()
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
-        self._ancestry = {}
-        self._room = {}
+        self._ancestry: dict[int, set[int]] = {}
+        self._room: dict[tuple[int, int], int] = {}
 
-    def add_inventories(self, rows):
+    def add_inventories(self, rows: Iterable[sql.Inventory]) -> None:
         root, parent = self.root, self.parent
         inventory, by_class = self.inventory, self.by_class
         for inv in rows:
@@ -93,44 +107,49 @@ class Universe:
             if inv.sql_ratio != inv.ratio:
                 self.ratios_differ = True
 
-    def keep_rows(self):
+    def keep_rows(self) -> None:
         """Rows read so far stay in every later batch's options."""
         self._kept = {rc: len(rows) for rc, rows in self.by_class.items()}
 
-    def new_batch(self):
+    def new_batch(self) -> None:
         """Rows read from now on replace the previous batch's."""
         self._fresh = {rc: len(rows) for rc, rows in self.by_class.items()}
 
-    def rows(self, rc):
+    def rows(self, rc: int) -> Sequence[sql.Inventory]:
         """The inventories of class ``rc`` options are made of."""
-        rows = self.by_class.get(rc, ())
+        # () or a list; only a list once a batch began (sliced below).
+        rows: Any = self.by_class.get(rc, ())
         start = self._fresh.get(rc, 0)
         if not start:
             return rows
         kept = self._kept.get(rc, 0)
         return rows[:kept] + rows[start:]
 
-    def add_trait(self, provider, trait, root):
+    def add_trait(self, provider: int, trait: int, root: int) -> None:
         self.root[provider] = root
         self.traits[provider].add(trait)
         self.trait_holders[trait].add(provider)
 
-    def add_aggregate(self, provider, aggregate, root):
+    def add_aggregate(self, provider: int, aggregate: int,
+                      root: int) -> None:
         self.root[provider] = root
         self.aggregates[provider].add(aggregate)
 
-    def mark_sharing(self, sharing_trait):
+    def mark_sharing(self, sharing_trait: int | None) -> None:
         """The holders of the sharing trait (added already) share."""
-        self.sharing = set(self.trait_holders.get(sharing_trait, ()))
+        # None (no such trait) has no holder.
+        self.sharing = set(self.trait_holders.get(
+            sharing_trait, ()))  # type: ignore[arg-type]
 
-    def add_share_anchor(self, provider, root):
+    def add_share_anchor(self, provider: int, root: int) -> None:
         """Sharing ``provider`` serves the tree rooted at ``root``."""
         self.share_anchors[provider].add(root)
 
-    def add_parent(self, provider, parent):
+    def add_parent(self, provider: int, parent: int | None) -> None:
         self.parent[provider] = parent
 
-    def fitting(self, rc, amount, tree=None):
+    def fitting(self, rc: int, amount: int,
+                tree: int | None = None) -> list[sql.Inventory]:
         """The rows of class ``rc`` (of the tree rooted at ``tree``, if
         given) one request of ``amount`` fits, with upstream's SQL
         arithmetic (the database's view of the ratio).
@@ -142,7 +161,7 @@ class Universe:
                 and inv.step_size > 0 and amount % inv.step_size == 0
                 and (tree is None or inv.root == tree)]
 
-    def room(self, provider, rc):
+    def room(self, provider: int, rc: int) -> int:
         """Most that all groups together may take from one inventory."""
         key = (provider, rc)
         room = self._room.get(key)
@@ -153,7 +172,7 @@ class Universe:
                 inv.max_unit)
         return room
 
-    def missing_links(self, providers):
+    def missing_links(self, providers: Iterable[int]) -> set[int]:
         """Providers on the way up from ``providers`` whose parent is not
         known yet.
         """
@@ -164,11 +183,12 @@ class Universe:
                 if provider not in self.parent:
                     missing.add(provider)
                     break
-                provider = self.parent[provider]
+                # Below its root a provider has a parent.
+                provider = self.parent[provider]  # type: ignore[assignment]
                 self.root.setdefault(provider, root)
         return missing
 
-    def ancestry(self, provider):
+    def ancestry(self, provider: int) -> set[int]:
         """The provider and all its ancestors."""
         found = self._ancestry.get(provider)
         if found is None:
@@ -181,7 +201,7 @@ class Universe:
         return found
 
 
-def capacity(total, reserved, ratio):
+def capacity(total: int, reserved: int, ratio: float) -> int:
     """Capacity as upstream reports and finally checks it: in Python, on
     the ratio as the database driver returns it.
     """
@@ -197,7 +217,9 @@ def _has_traits(traits, required):
     return all(any_of & traits for any_of in required)
 
 
-def single_options(universe, need, anchor_ok):
+def single_options(universe: Universe, need: Need,
+                   anchor_ok: Callable[[int], bool]
+                   ) -> dict[int, list[int]]:
     """{anchor: [provider]} for a group one provider must satisfy."""
     options = collections.defaultdict(list)
     for provider in sorted(matching(universe, need)):
@@ -211,7 +233,8 @@ def single_options(universe, need, anchor_ok):
     return options
 
 
-def matching(universe, need, among=None):
+def matching(universe: Universe, need: Need,
+             among: Iterable[int] | None = None) -> set[int]:
     """Providers that on their own satisfy ``need``: free capacity for
     each of its classes (in its tree, if any), its traits and aggregates.
 
@@ -223,7 +246,8 @@ def matching(universe, need, among=None):
     if need.lost:
         return set()
     if need.resources:
-        found = None
+        # None until the first class (need.resources is not empty).
+        found: Any = None
         for rc, amount in need.resources:
             fit = {inv.provider
                    for inv in universe.fitting(rc, amount, need.tree)}
@@ -253,7 +277,9 @@ def matching(universe, need, among=None):
     return found
 
 
-def spread_options(universe, need, anchor_ok):
+def spread_options(universe: Universe, need: Need,
+                   anchor_ok: Callable[[int], bool]
+                   ) -> dict[int, dict[int, list[int]]]:
     """{rc: {anchor: [provider]}} for the unsuffixed group, where each
     class may come from any provider of the anchor's tree or from a
     sharing provider; aggregate filters pass when either the provider or
@@ -274,10 +300,11 @@ def spread_options(universe, need, anchor_ok):
                    if _member(universe, provider, member_of)}
     # Whether a root may anchor, worked out once per root: each tree has
     # a row of most classes.
-    anchors_ok = {}
+    anchors_ok: dict[int, bool] = {}
     by_class = {}
     for rc, amount in need.resources:
-        options = collections.defaultdict(dict)
+        options: collections.defaultdict[int, dict[int, None]] = (
+            collections.defaultdict(dict))
         for inv in universe.fitting(rc, amount, need.tree):
             provider = inv.provider
             if forbidden and traits.get(provider, _NONE) & forbidden:
@@ -314,15 +341,17 @@ class Plan:
     request.
     """
 
-    def __init__(self, universe, needs, anchor_ok, isolate=False,
-                 same_subtrees=(), nested=True, combined=True):
+    def __init__(self, universe: Universe, needs: list[Need],
+                 anchor_ok: Callable[[int], bool], isolate: bool = False,
+                 same_subtrees: Sequence[set[str]] = (), nested: bool = True,
+                 combined: bool = True) -> None:
         self.universe = universe
         self.needs = needs
         self.isolate = isolate
         self.same_subtrees = same_subtrees
         self.nested = nested
-        self.slots = []
-        self.options = []
+        self.slots: list[Slot] = []
+        self.options: list[dict[int, list[int]]] = []
         for index, need in enumerate(needs):
             if need.single_provider:
                 self.slots.append(Slot(index, None))
@@ -369,7 +398,7 @@ class Plan:
         sets = [set(self.options[level]) for level in levels]
         return sorted(set.intersection(*sets)) if sets else []
 
-    def group_has_options(self, index):
+    def group_has_options(self, index: int) -> bool:
         """Whether group ``index`` alone finds something somewhere (its
         traits included), ignoring the other groups.
         """
@@ -379,7 +408,9 @@ class Plan:
         return any(next(walk.walk(anchor), None) is not None
                    for anchor in self._common_anchors(levels))
 
-    def candidates(self, breadth_first=False, seen=None):
+    def candidates(self, breadth_first: bool = False,
+                   seen: set[tuple[int, ...]] | None = None
+                   ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Every candidate as (anchor, providers per slot), lazily; a
         candidate reachable from several anchors (only possible with
         sharing providers alone) comes once, also across the plans that
@@ -409,7 +440,11 @@ class Plan:
         return tuple((rc, amount) for rc, amount in resources
                      if rc == slot.rc)
 
-    def shaper(self, provider_key=None, class_key=None):
+    def shaper(self, provider_key: dict[int, str] | None = None,
+               class_key: dict[int, str] | None = None
+               ) -> Callable[[Sequence[int]],
+                             tuple[dict[Any, dict[Any, int]],
+                                   dict[str, list[Any]]]]:
         """A function turning a candidate into ({provider: {rc: amount}}
         in slot order, {suffix: [provider]}), with providers and classes
         mapped by ``provider_key`` and ``class_key`` when given; what is
@@ -421,7 +456,8 @@ class Plan:
                                             self.slot_amounts)]
 
         def shape(chosen):
-            allocations, mappings = {}, {}
+            allocations: dict[Any, dict[Any, int]] = {}
+            mappings: dict[str, list[Any]] = {}
             for (suffix, amounts), provider in zip(slots, chosen):
                 if provider_key is not None:
                     provider = provider_key[provider]
@@ -439,7 +475,8 @@ class Plan:
             return allocations, mappings
         return shape
 
-    def providers_used(self, candidates):
+    def providers_used(self, candidates: Iterable[Sequence[int]]
+                       ) -> set[int]:
         """The providers the candidates (providers per slot) take
         resources from.
         """
@@ -476,7 +513,7 @@ class _Walk:
         self.spread = spread
         self.spread_required = (needs[slots[spread[0]].group].required
                                 if spread else ())
-        self.checks = [[] for _ in slots]
+        self.checks: list[list[Callable[..., bool]]] = [[] for _ in slots]
         if spread and self.spread_required:
             self.checks[spread[-1]].append(self._spread_traits)
         if combined:
@@ -505,7 +542,7 @@ class _Walk:
                 self.plan.universe, {chosen[p] for p in positions})
         return check
 
-    def walk(self, anchor):
+    def walk(self, anchor: int) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Yield (anchor, chosen) for every viable combination; nothing
         is prepared before the first one is asked for. Iterative, so that
         an abandoned walk leaves no reference cycle behind.
@@ -516,6 +553,8 @@ class _Walk:
         if not options:
             return
         one_per_tree = self.combined and not plan.nested
+        # Product tuples, or below the list of providers chosen so far.
+        chosen: tuple[int, ...] | list[Any]
         if self.independent and not one_per_tree:
             # The same order as the walk below: the last slot turns fastest.
             for chosen in itertools.product(*options):
@@ -523,7 +562,8 @@ class _Walk:
             return
         steps = self.steps
         last = len(options) - 1
-        consumed = collections.defaultdict(int)
+        consumed: collections.defaultdict[tuple[int, int], int] = (
+            collections.defaultdict(int))
         taken = set()
         chosen = [None] * len(options)
         following = [0] * len(options)

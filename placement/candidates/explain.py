@@ -29,11 +29,15 @@ import copy
 import dataclasses
 import itertools
 import sys
+from typing import Any
+
+import sqlalchemy as sa
 
 from placement import candidates
 from placement.candidates import engine
 from placement.candidates import loading
 from placement.candidates import names as naming
+from placement.candidates import request as model
 from placement.candidates import sql
 from placement.db import resource_provider as rp_db
 
@@ -45,7 +49,7 @@ NAMED_IN_HINT = 3
 # Provider lines in the one-line (log) rendering.
 LOG_PROVIDER_LINES = 20
 
-_NONE = frozenset()
+_NONE: frozenset[int] = frozenset()
 
 
 @dataclasses.dataclass
@@ -56,10 +60,10 @@ class Reason:
     """
     kind: str
     message: str
-    group: str = None
-    details: dict = dataclasses.field(default_factory=dict)
+    group: str | None = None
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dict({'reason': self.kind, 'group': self.group,
                      'message': self.message}, **self.details)
 
@@ -71,13 +75,13 @@ class ProviderVerdict:
     name: str
     root_uuid: str
     excluded: bool
-    reasons: list
+    reasons: list[Reason]
 
-    def line(self):
+    def line(self) -> str:
         return '%s (%s): %s' % (self.name, self.uuid, '; '.join(
             reason.message for reason in self.reasons))
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {'uuid': self.uuid, 'name': self.name,
                 'root_provider_uuid': self.root_uuid,
                 'excluded': self.excluded,
@@ -95,10 +99,10 @@ class Explanation:
     returned: int
     trees: int
     excluded_trees: int
-    request_reasons: list
-    providers: list
+    request_reasons: list[Reason]
+    providers: list[ProviderVerdict]
 
-    def summary(self):
+    def summary(self) -> str:
         if not self.returned:
             return ('No allocation candidates: %d of %d provider tree(s) '
                     'excluded.' % (self.excluded_trees, self.trees))
@@ -108,7 +112,7 @@ class Explanation:
                     '' if self.found_complete else '+',
                     self.excluded_trees, self.trees))
 
-    def lines(self):
+    def lines(self) -> list[str]:
         """The text rendering: the summary, one line per request-wide
         reason, then one line per provider that has reasons.
         """
@@ -116,10 +120,10 @@ class Explanation:
                 + [reason.message for reason in self.request_reasons]
                 + [p.line() for p in self.providers if p.reasons])
 
-    def text(self):
+    def text(self) -> str:
         return '\n'.join(self.lines())
 
-    def one_line(self):
+    def one_line(self) -> str:
         """The text rendering on one line, for a log."""
         lines = self.lines()
         head = len(self.request_reasons) + 1
@@ -129,7 +133,7 @@ class Explanation:
             shown.append('... and %d more provider(s)' % hidden)
         return ' | '.join(shown)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             'summary': self.summary(),
             'candidates': {'found': self.found,
@@ -141,7 +145,8 @@ class Explanation:
         }
 
 
-def explain(conn, request, settings):
+def explain(conn: sa.Connection, request: model.Request,
+            settings: candidates.Settings) -> Explanation:
     """The Explanation of ``request`` (a candidates.request.Request)
     under ``settings`` (candidates.Settings).
 
@@ -163,7 +168,7 @@ def _any_of(names, keyword='in:'):
     return keyword + ','.join(names)
 
 
-def display_ratio(value):
+def display_ratio(value: float) -> float:
     # MySQL stores a single-precision FLOAT: show 1.1, not 1.100000023841858.
     return round(value, 6)
 
@@ -184,13 +189,14 @@ class _Explainer:
         self.request_reasons = []
         # {provider id: {message: Reason}}: a sharing provider reached
         # from many trees states each of its own reasons once.
-        self.reasons = collections.defaultdict(dict)
+        self.reasons: collections.defaultdict[int, dict[str, Reason]] = (
+            collections.defaultdict(dict))
         self.explained = set()
         self._memberships = None
 
     # -- setup -------------------------------------------------------------
 
-    def run(self):
+    def run(self) -> Explanation:
         request = self.request
         self.names = sql.lookup(self.conn,
                                 *naming.names_mentioned(request))
@@ -600,7 +606,7 @@ class _Explainer:
         def only_these(root):
             return root in among
 
-        relaxations = []
+        relaxations: list[tuple[dict[str, Any], Reason]] = []
         if request.isolate:
             relaxations.append((dict(isolate=False), Reason(
                 'group_policy', 'group_policy=isolate: the suffixed groups '
@@ -630,7 +636,7 @@ class _Explainer:
         eligible providers have free, if any; else a general reason.
         """
         plan, universe = self.open_plan, self.universe
-        wanted = collections.Counter()
+        wanted: collections.Counter[int] = collections.Counter()
         eligible = collections.defaultdict(set)
         for level, amounts in enumerate(plan.slot_amounts):
             for rc, amount in amounts:

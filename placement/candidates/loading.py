@@ -9,14 +9,23 @@ serve. With a limit that means not every candidate is needed,
 enough candidates came.
 """
 import collections
+from typing import Any
+from typing import Callable
+from typing import Iterator
+
+import sqlalchemy as sa
 
 from placement.candidates import engine
+from placement.candidates import request as model
 from placement.candidates import sql
 from placement.candidates.names import SHARING_TRAIT
 from placement.candidates.names import ids
+from placement.candidates.settings import Settings
 
 
-def finds_nothing_before(conn, request, names, needs, position):
+def finds_nothing_before(conn: sa.Connection, request: model.Request,
+                         names: sql.Names, needs: list[engine.Need],
+                         position: int) -> bool:
     """Whether upstream gives up with no candidates before it reaches the
     unknown name at ``position``: it vets the request-wide root traits,
     then each group in turn, each on its own.
@@ -53,7 +62,7 @@ def _any_member(conn, member_of):
                for aggs in aggregates.values())
 
 
-def enough(request, settings):
+def enough(request: model.Request, settings: Settings) -> int | None:
     """How many candidates will do, when they may be generated from a
     batch of trees at a time: depth first (anchors in id order), not
     sampled at random and nested (earlier versions summarise every
@@ -73,14 +82,17 @@ class Planned:
     ``plan`` is the latest, good for shaping any candidate they made.
     """
 
-    def __init__(self, conn, request, needs, names, universe, first_batch):
+    def __init__(self, conn: sa.Connection, request: model.Request,
+                 needs: list[engine.Need], names: sql.Names,
+                 universe: engine.Universe, first_batch: int) -> None:
         self.conn = conn
         self.first_batch = first_batch
         self.request = request
         self.needs = needs
         self.universe = universe
         self.anchor_ok = anchor_filter(request, names, universe)
-        self.plan = None
+        # The latest engine.Plan (None until the first is made).
+        self.plan: Any = None
 
     def _make(self, anchor_ok):
         request = self.request
@@ -91,11 +103,13 @@ class Planned:
             load_ancestry(self.conn, self.plan)
         return self.plan
 
-    def all(self, breadth_first):
+    def all(self, breadth_first: bool
+            ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Every candidate, from the universe as loaded."""
         return self._make(self.anchor_ok).candidates(breadth_first)
 
-    def in_batches(self, wanted):
+    def in_batches(self, wanted: int
+                   ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Candidates in depth-first order, reading the trees a batch at a
         time (by root id, as anchors are walked) until ``wanted`` came or
         no tree is left: the first batch has room for ``wanted`` trees.
@@ -111,7 +125,7 @@ class Planned:
             conn, rc_ids, universe.narrowing, sql.FIT,
             provider_ids=universe.sharing))
         universe.keep_rows()
-        seen = set()
+        seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more; each further batch is twice
         # as large.
         start, size, after = 0, max(wanted, self.first_batch), -1
@@ -142,8 +156,10 @@ class Planned:
         return in_batch
 
 
-def load_universe(conn, request, needs, names, narrow=True,
-                  inventories=True):
+def load_universe(conn: sa.Connection, request: model.Request,
+                  needs: list[engine.Need], names: sql.Names,
+                  narrow: bool = True,
+                  inventories: bool = True) -> engine.Universe:
     """A Universe with what ``needs`` can use; with ``narrow``, only the
     inventories that can matter to them (``universe.narrowing`` says
     which), else all of the requested classes. Without ``inventories``
@@ -152,7 +168,8 @@ def load_universe(conn, request, needs, names, narrow=True,
     rc_ids = {rc for need in needs for rc, _amount in need.resources}
     roots = narrowing = None
     if rc_ids:
-        trees = {need.tree for need in needs if need.resources}
+        # Root ids, and None for a need in no tree in particular.
+        trees: set[Any] = {need.tree for need in needs if need.resources}
         roots = None if None in trees else trees
         if narrow:
             narrowing = _narrowing(request, needs, names)
@@ -169,7 +186,7 @@ def load_universe(conn, request, needs, names, narrow=True,
     for provider, trait, root in sql.trait_holders(conn, trait_ids):
         universe.add_trait(provider, trait, root)
     universe.mark_sharing(sharing_trait)
-    aggregate_ids = set()
+    aggregate_ids: set[int] = set()
     for need in needs:
         aggregate_ids |= need.forbidden_aggs.union(*need.member_of)
     for provider, aggregate, root in sql.aggregate_members(
@@ -186,7 +203,7 @@ def load_universe(conn, request, needs, names, narrow=True,
 
 def _narrowing(request, needs, names):
     """What sql.Narrowing can tell from ``needs`` alone."""
-    amounts = {}
+    amounts: dict[int, int] = {}
     for need in needs:
         for rc, amount in need.resources:
             amounts[rc] = min(amount, amounts.get(rc, amount))
@@ -206,7 +223,8 @@ def _narrowing(request, needs, names):
         required=tuple(required))
 
 
-def anchor_filter(request, names, universe):
+def anchor_filter(request: model.Request, names: sql.Names,
+                  universe: engine.Universe) -> Callable[[int], bool]:
     """root_required: which roots may anchor a candidate."""
     required = ids(request.root_required, names.traits)
     forbidden = ids(request.root_forbidden, names.traits)
@@ -219,7 +237,7 @@ def anchor_filter(request, names, universe):
     return anchor_ok
 
 
-def load_ancestry(conn, plan):
+def load_ancestry(conn: sa.Connection, plan: engine.Plan) -> None:
     """Parents of the providers same_subtree has to compare, up to their
     roots: those with requested inventory came with their parent; the
     others are read a level at a time.

@@ -4,16 +4,22 @@ upstream reports first.
 ``names`` below is what ``sql.lookup`` found: ids by name of classes,
 traits and aggregates, and (id, root id) of providers by uuid.
 """
+from typing import Iterable
+
 import os_traits
 
 from placement import exception
 from placement.candidates import engine
+from placement.candidates import request as model
+from placement.candidates import sql
 
 SHARING_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
 
 
-def names_mentioned(request):
+def names_mentioned(request: model.Request
+                    ) -> tuple[set[str], set[str], set[str], set[str]]:
     """Resource classes, traits, aggregates and providers to look up."""
+    classes: set[str]
     classes, aggregates, providers = set(), set(), set()
     traits = {SHARING_TRAIT} | request.root_required | request.root_forbidden
     for group in request.groups:
@@ -27,7 +33,7 @@ def names_mentioned(request):
     return classes, traits, aggregates, providers
 
 
-def group_need(group, names):
+def group_need(group: model.Group, names: sql.Names) -> engine.Need:
     """The group with ids for names; unknown classes and traits are left
     out (they are reported before a need is used).
     """
@@ -47,7 +53,7 @@ def group_need(group, names):
         lost=bool(group.in_tree) and tree is None)
 
 
-def ids(names, known):
+def ids(names: Iterable[str], known: dict[str, int]) -> frozenset[int]:
     """The ids ``known`` ({name: id}) has for ``names``."""
     return frozenset(known[name] for name in names if name in known)
 
@@ -55,12 +61,13 @@ def ids(names, known):
 class Unknown(exception.NotFound):
     """A resource class or trait the request names does not exist."""
 
-    def __init__(self, message, resource_class=False):
+    def __init__(self, message: str, resource_class: bool = False) -> None:
         super().__init__(message)
         self.resource_class = resource_class
 
 
-def first_unknown_name(request, names):
+def first_unknown_name(request: model.Request, names: sql.Names
+                       ) -> tuple[int, Unknown] | None:
     """(position, Unknown) for the first unknown name upstream reports:
     root_required (position -1), then per group its classes, then its
     traits.
@@ -76,7 +83,8 @@ def first_unknown_name(request, names):
     return None
 
 
-def unknown_in_group(group, names):
+def unknown_in_group(group: model.Group,
+                     names: sql.Names) -> Unknown | None:
     """The first unknown class or trait of ``group``, as upstream
     reports it (Unknown), or None."""
     for rc in group.resources:
@@ -94,7 +102,7 @@ def _no_trait(name):
     return Unknown('No such trait(s): %s.' % name)
 
 
-def refusal(unknown):
+def refusal(unknown: Unknown) -> exception.Invalid:
     """The 400 upstream answers for an Unknown name (exception.Invalid)."""
     if unknown.resource_class:
         return exception.Invalid(

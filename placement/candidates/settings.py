@@ -2,6 +2,7 @@
 that let tests compare the fast paths with the plain ones.
 """
 import dataclasses
+from typing import Any
 
 BREADTH_FIRST = 'breadth-first'
 
@@ -25,12 +26,12 @@ class Settings:
     first_batch: int = 100
 
     @classmethod
-    def from_conf(cls, conf):
+    def from_conf(cls, conf: Any) -> 'Settings':
         group = conf.placement
         return cls(group.randomize_allocation_candidates,
                    group.max_allocation_candidates,
                    group.allocation_candidates_generation_strategy)
 
     @property
-    def breadth_first(self):
+    def breadth_first(self) -> bool:
         return self.strategy == BREADTH_FIRST

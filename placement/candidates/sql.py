@@ -9,6 +9,10 @@ import dataclasses
 import functools
 import struct
 import time
+from typing import Any
+from typing import Collection
+from typing import Iterable
+from typing import Sequence
 
 import sqlalchemy as sa
 
@@ -29,7 +33,8 @@ Names = collections.namedtuple(
     'Names', 'classes traits aggregates providers')
 
 
-def lookup(conn, classes, traits, aggregates, providers):
+def lookup(conn: sa.Connection, classes: set[str], traits: set[str],
+           aggregates: set[str], providers: set[str]) -> Names:
     """Ids of the names a request mentions, in one round trip.
 
     Returns Names of dicts: class and trait names to ids, aggregate uuids
@@ -41,7 +46,7 @@ def lookup(conn, classes, traits, aggregates, providers):
     found = Names({}, {}, {}, {})
     if not kinds:
         return found
-    stored_providers = {}
+    stored_providers: dict[str, tuple[int, int]] = {}
     for kind, name, ident, root in conn.execute(
             _lookup_statement(kinds),
             {kind: sorted(wanted[kind]) for kind in kinds}):
@@ -111,10 +116,11 @@ ALL = 'all'
 # what is found: they are reused for a while, per database and amounts.
 SURVEY_SECONDS = 30
 _SURVEYS_KEPT = 1024
-_recent_surveys = {}
+_recent_surveys: dict[tuple[str, tuple[tuple[int, int], ...]],
+                      tuple[float, dict[int, int], dict[int, int], int]] = {}
 
 
-def forget_surveys():
+def forget_surveys() -> None:
     _recent_surveys.clear()
 
 
@@ -138,16 +144,16 @@ class Narrowing:
     Sharing providers are read whatever their tree, for the trees they
     serve.
     """
-    amounts: dict
-    sharing_trait: int = None
-    member_of: frozenset = None
-    root_required: frozenset = frozenset()
-    root_forbidden: frozenset = frozenset()
-    required: tuple = ()
+    amounts: dict[int, int]
+    sharing_trait: int | None = None
+    member_of: frozenset[int] | None = None
+    root_required: frozenset[int] = frozenset()
+    root_forbidden: frozenset[int] = frozenset()
+    required: tuple[frozenset[int], ...] = ()
     # Checking a class most trees offer would cost more than it saves.
-    scarce: frozenset = frozenset()
+    scarce: frozenset[int] = frozenset()
 
-    def survey(self, conn):
+    def survey(self, conn: sa.Connection) -> bool:
         """Count the rows of each class able to give its amount (or take
         the counts of a recent survey); set ``scarce`` to the classes at
         most half as many rows can give as there are trees, or as the
@@ -179,7 +185,7 @@ class Narrowing:
                     or self.root_required or self.root_forbidden
                     or self.required)
 
-    def shape(self):
+    def shape(self) -> '_Shape':
         """What the statement's structure depends on (not its values)."""
         classes = sorted(self.amounts)
         return _Shape(
@@ -192,7 +198,7 @@ class Narrowing:
             root_forbidden=bool(self.root_forbidden),
             required=len(self.required))
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         params = _class_params(sorted(self.amounts.items()))
         params.update(sharing_trait=self.sharing_trait,
                       member_of=sorted(self.member_of or ()),
@@ -310,7 +316,8 @@ def _holds(shape, root, i):
     """
     link = _RPT.alias('holder_trait')
     rp = _RP.alias('holder_rp')
-    traits = sa.bindparam('required_%d' % i, expanding=True)
+    traits: sa.BindParameter[list[int]] = sa.bindparam(
+        'required_%d' % i, expanding=True)
     holds = root.in_(
         sa.select(rp.c.root_provider_id)
         .select_from(link.join(rp, rp.c.id == link.c.resource_provider_id))
@@ -381,7 +388,8 @@ def _inventory_statement(dialect, shape, selection, within):
     column: root_provider_id or id) restricts them to the trees or
     providers ``ids``.
     """
-    rc_ids = sa.bindparam('rc_ids', expanding=True)
+    rc_ids: sa.BindParameter[list[int]] = sa.bindparam(
+        'rc_ids', expanding=True)
     # In the order of Inventory's fields; MySQL's sql_ratio is worked out
     # in Python (every column read costs there).
     sql_ratio = ((_INV.c.allocation_ratio.label('sql_ratio'),)
@@ -421,7 +429,8 @@ def _roots_statement(shape):
     return query.order_by(_RP.c.id)
 
 
-def usable_roots(conn, narrowing=None):
+def usable_roots(conn: sa.Connection,
+                 narrowing: Narrowing | None = None) -> Sequence[int]:
     """The roots, in order, of the trees whose rows ``narrowing`` may
     keep: where batches of trees begin and end. Looking at the trees
     only (not at their rows) keeps this cheap; a tree with no row of use
@@ -433,7 +442,9 @@ def usable_roots(conn, narrowing=None):
                         narrowing.params()).scalars().all()
 
 
-def providers_with_room(conn, resources, tree=None):
+def providers_with_room(conn: sa.Connection,
+                        resources: Sequence[tuple[int, int]],
+                        tree: int | None = None) -> set[int]:
     """Ids of the providers that can take each (class, amount) of
     ``resources`` from one inventory of theirs, in the tree rooted at
     ``tree`` if given: upstream's capacity, unit and step checks, in the
@@ -448,11 +459,12 @@ def providers_with_room(conn, resources, tree=None):
 
 @functools.lru_cache(maxsize=32)
 def _room_statement(dialect, classes, in_tree):
-    rc_ids = sa.bindparam('rc_ids', expanding=True)
+    rc_ids: sa.BindParameter[list[int]] = sa.bindparam(
+        'rc_ids', expanding=True)
     rows, used = _with_usage(dialect, _INV, rc_ids, listed=False)
     room = []
     for i in range(classes):
-        amount = sa.bindparam('amount_%d' % i)
+        amount: sa.BindParameter[int] = sa.bindparam('amount_%d' % i)
         room.append(sa.and_(
             _INV.c.resource_class_id == sa.bindparam('rc_%d' % i),
             used + amount
@@ -471,8 +483,11 @@ def _room_statement(dialect, classes, in_tree):
     return query
 
 
-def inventories(conn, rc_ids, narrowing=None, selection=ALL, roots=None,
-                provider_ids=None):
+def inventories(conn: sa.Connection, rc_ids: Iterable[int],
+                narrowing: Narrowing | None = None, selection: str = ALL,
+                roots: Iterable[int] | None = None,
+                provider_ids: Iterable[int] | None = None
+                ) -> list[Inventory]:
     """Inventories (with usage) of the classes ``rc_ids``: all, or the
     ``selection`` of them by ``narrowing``; only in the trees rooted at
     ``roots`` or of ``provider_ids`` when given.
@@ -512,14 +527,16 @@ def _single_precision(value):
     return struct.unpack('f', struct.pack('f', value))[0]
 
 
-def trait_holders(conn, trait_ids):
+def trait_holders(conn: sa.Connection, trait_ids: Collection[int]
+                  ) -> Sequence[tuple[int, int, int]]:
     """(provider, trait, root) for every provider having one of
     ``trait_ids``.
     """
     return _linked(conn, 'trait', trait_ids)
 
 
-def aggregate_members(conn, aggregate_ids):
+def aggregate_members(conn: sa.Connection, aggregate_ids: Collection[int]
+                      ) -> Sequence[tuple[int, int, int]]:
     """(provider, aggregate, root) for every member of ``aggregate_ids``."""
     return _linked(conn, 'aggregate', aggregate_ids)
 
@@ -550,7 +567,8 @@ def _linked_statement(kind):
             .where(column.in_(sa.bindparam('ids', expanding=True))))
 
 
-def any_root_with_traits(conn, required, forbidden):
+def any_root_with_traits(conn: sa.Connection, required: Iterable[int],
+                         forbidden: Collection[int]) -> bool:
     """Whether some root provider has all ``required`` trait ids and none
     of ``forbidden``.
     """
@@ -566,7 +584,8 @@ def any_root_with_traits(conn, required, forbidden):
     return conn.execute(query.limit(1)).first() is not None
 
 
-def sharing_anchors(conn, provider_ids):
+def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int]
+                    ) -> Sequence[tuple[int, int]]:
     """(sharing provider, root) for every tree having a provider in an
     aggregate with one of ``provider_ids``: the trees they share with.
     """
@@ -586,7 +605,8 @@ def _sharing_anchors_statement(dialect):
             .where(id_list.among(mine.c.resource_provider_id, dialect)))
 
 
-def parents(conn, provider_ids):
+def parents(conn: sa.Connection, provider_ids: Iterable[int]
+            ) -> Sequence[tuple[int, int | None]]:
     """(id, parent id) of ``provider_ids``."""
     return id_list.rows_among(conn, _providers_statement(
         conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
@@ -599,7 +619,8 @@ def _providers_statement(dialect, key, columns):
     return sa.select(*columns).where(id_list.among(_RP.c[key], dialect))
 
 
-def provider_ids(conn, root=None):
+def provider_ids(conn: sa.Connection,
+                 root: int | None = None) -> Sequence[int]:
     """Ids of all providers, or of those in the tree rooted at ``root``."""
     query = sa.select(_RP.c.id)
     if root is not None:
@@ -607,7 +628,9 @@ def provider_ids(conn, root=None):
     return conn.execute(query).scalars().all()
 
 
-def tree_members(conn, roots, extra_ids=()):
+def tree_members(conn: sa.Connection, roots: Iterable[int],
+                 extra_ids: Iterable[int] = ()
+                 ) -> list[tuple[int, str, int | None, int]]:
     """(id, uuid, parent id, root id) of the providers in the trees rooted
     at ``roots`` and of the providers ``extra_ids``.
     """
@@ -621,7 +644,10 @@ def tree_members(conn, roots, extra_ids=()):
     return rows
 
 
-def provider_inventories(conn, roots=(), provider_ids=(), skip_rc_ids=()):
+def provider_inventories(
+        conn: sa.Connection, roots: Iterable[int] = (),
+        provider_ids: Iterable[int] = (), skip_rc_ids: Iterable[int] = ()
+) -> list[tuple[Any, ...]]:
     """(provider, class name, total, reserved, ratio, used) of the
     inventories in the trees rooted at ``roots`` and of ``provider_ids``,
     but those of the classes ``skip_rc_ids``.
@@ -643,7 +669,9 @@ def _provider_inventories_statement(dialect, key):
             id_list.among(_RP.c[key], dialect)))
 
 
-def provider_traits(conn, roots=(), provider_ids=()):
+def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
+                    provider_ids: Iterable[int] = ()
+                    ) -> list[tuple[int, int]]:
     """(provider, trait id) in the trees rooted at ``roots`` and of
     ``provider_ids``, in trait id order for each provider.
     """
@@ -661,13 +689,14 @@ def _provider_traits_statement(dialect, key):
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
 
 
-def memberships(conn):
+def memberships(conn: sa.Connection) -> Sequence[tuple[int, int]]:
     """(provider, aggregate id) of every provider in an aggregate."""
     return conn.execute(sa.select(_RPA.c.resource_provider_id,
                                   _RPA.c.aggregate_id)).all()
 
 
-def trait_names(conn, trait_ids):
+def trait_names(conn: sa.Connection,
+                trait_ids: Collection[int]) -> dict[int, str]:
     """{id: name} of ``trait_ids``."""
     if not trait_ids:
         return {}

@@ -7,8 +7,12 @@ import dataclasses
 import itertools
 import random
 import sys
+from typing import Iterable
+
+import sqlalchemy as sa
 
 from placement.candidates import engine
+from placement.candidates import request as model
 from placement.candidates import sql
 
 # Tuples, as there are as many as candidates and providers summarised.
@@ -24,11 +28,12 @@ Summary.__doc__ = ('A provider of a candidate\'s tree: {class: {"capacity": '
 
 @dataclasses.dataclass
 class Result:
-    candidates: list
-    summaries: dict
+    candidates: list[Candidate]
+    summaries: dict[str, Summary]
 
 
-def select(stream, limit, randomize):
+def select(stream: Iterable[tuple[int, tuple[int, ...]]], limit: int | None,
+           randomize: bool) -> list[tuple[int, tuple[int, ...]]]:
     """The candidates to return: the first ``limit`` ones, or with
     ``randomize`` a uniform sample of them all, in random order.
     """
@@ -57,7 +62,9 @@ def _reservoir(stream, size):
     return sample
 
 
-def result(conn, request, plan, names, chosen, generated_used=None):
+def result(conn: sa.Connection, request: model.Request, plan: engine.Plan,
+           names: sql.Names, chosen: list[tuple[int, tuple[int, ...]]],
+           generated_used: set[int] | None = None) -> Result:
     """Candidates and summaries by uuid and class name. Summarised are
     the trees of the providers used; before 1.29, only the providers
     ``generated_used`` (those of any generated candidate) in those trees.
@@ -73,7 +80,9 @@ def result(conn, request, plan, names, chosen, generated_used=None):
         summarised = [row for row in members if row[3] in roots]
         trees, shown = roots, set()
     else:
-        shown = {p for p in generated_used if universe.root[p] in roots}
+        # Not nested: generated_used is given.
+        shown = {p for p in generated_used  # type: ignore[union-attr]
+                 if universe.root[p] in roots}
         members = sql.tree_members(conn, (), mapped | shown)
         summarised = [row for row in members if row[0] in shown]
         trees = set()
@@ -94,7 +103,8 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     """
     inventory = _summarised_inventory(conn, universe, class_name, trees,
                                       shown)
-    resources = collections.defaultdict(dict)
+    resources: collections.defaultdict[int, dict[str, dict[str, int]]] = (
+        collections.defaultdict(dict))
     summarised = {row[0] for row in members}
     for (provider, rc), inv in inventory.items():
         if provider in summarised:

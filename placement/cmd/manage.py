@@ -3,8 +3,8 @@ import sys
 
 from oslo_config import cfg
 
-from placement.cmd import toolkit
 from placement import conf as placement_conf
+from placement.cmd import toolkit
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import online_migrations

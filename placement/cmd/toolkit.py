@@ -15,12 +15,12 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from placement import candidates
-from placement.candidates import explain
-from placement.db import audit
-from placement.db import engine as db_engine
 from placement import exception
 from placement import querylang
 from placement import versions
+from placement.candidates import explain
+from placement.db import audit
+from placement.db import engine as db_engine
 
 OK, FOUND, ERROR = 0, 1, 2
 

@@ -30,12 +30,12 @@ import dataclasses
 
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import consumer as consumer_db
 from placement.db import inventory as inventory_db
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 _ALLOC = tables.allocations
 _RP = tables.resource_providers

@@ -22,10 +22,10 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import inventory as inventory_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 _ALLOC = tables.allocations
 _INV = tables.inventories

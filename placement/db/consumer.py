@@ -8,8 +8,8 @@ provider's generation guards its inventory.
 """
 import sqlalchemy as sa
 
-from placement.db import tables
 from placement import exception
+from placement.db import tables
 
 _CONSUMER = tables.consumers
 _PROJECT = tables.projects

@@ -8,6 +8,7 @@ or should become a 503 (database unreachable).
 import logging
 import random
 import time
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -72,7 +73,7 @@ def create_engine(conf):
     url = _normalize(url)
 
     backend = url.get_backend_name()
-    kwargs = {'pool_pre_ping': True}
+    kwargs: dict[str, Any] = {'pool_pre_ping': True}
     if backend == 'sqlite':
         return _sqlite_engine(url, opts, kwargs)
 

@@ -12,10 +12,10 @@ import logging
 
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 LOG = logging.getLogger(__name__)
 

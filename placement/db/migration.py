@@ -7,11 +7,11 @@ shipped as package data in ``placement/db/migrations`` by a regular install.
 import contextlib
 import pathlib
 
-from alembic import command
-from alembic import config as alembic_config
 from alembic.runtime import migration as alembic_migration
 import sqlalchemy as sa
 
+from alembic import command
+from alembic import config as alembic_config
 from placement.db import engine as db_engine
 
 _PG_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases

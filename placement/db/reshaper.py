@@ -9,10 +9,10 @@ new inventories together, then the allocations are replaced, then each
 provider's inventory becomes exactly the new one (refused if something
 is still allocated from a class that goes).
 """
+from placement import exception
 from placement.db import allocation as alloc_db
 from placement.db import inventory as inventory_db
 from placement.db import resource_provider as rp_db
-from placement import exception
 
 
 class ProviderNotFound(exception.NotFound):

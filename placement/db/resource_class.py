@@ -1,9 +1,9 @@
 """Resource classes: standard ones (read-only) and CUSTOM_* ones."""
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import standard
 from placement.db import tables
-from placement import exception
 
 _RC = tables.resource_classes
 

@@ -3,9 +3,9 @@ re-parent), delete, and the generation guard every write uses.
 """
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import id_list
 from placement.db import tables
-from placement import exception
 
 _RP = tables.resource_providers
 _INV = tables.inventories
@@ -276,7 +276,7 @@ def _set_parent(conn, row, parent_uuid, reparent):
 
 def _subtree_ids(conn, row):
     """Ids of the provider and all its descendants."""
-    children = {}
+    children: dict[int | None, list[int]] = {}
     for provider_id, parent_id in conn.execute(
             sa.select(_RP.c.id, _RP.c.parent_provider_id)
             .where(_RP.c.root_provider_id == row['root_provider_id'])):

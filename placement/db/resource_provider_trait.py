@@ -1,9 +1,9 @@
 """The traits of a resource provider."""
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 _T = tables.traits
 _RPT = tables.resource_provider_traits

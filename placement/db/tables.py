@@ -6,6 +6,7 @@ drift from what upstream's migrations produce.
 """
 
 import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -13,7 +14,7 @@ metadata = sa.MetaData()
 
 # Upstream relies on the server's default charset; we pin 4-byte UTF-8 so
 # that provider names accept any Unicode character.
-_MYSQL = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+_MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
 
 
 def _utcnow():

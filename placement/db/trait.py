@@ -1,8 +1,8 @@
 """Traits: the os-traits standard set (read-only) and CUSTOM_* ones."""
 import sqlalchemy as sa
 
-from placement.db import tables
 from placement import exception
+from placement.db import tables
 
 _T = tables.traits
 _RPT = tables.resource_provider_traits

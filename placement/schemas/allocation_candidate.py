@@ -4,6 +4,7 @@ Each version's document extends the previous one the way upstream's do,
 so that validation messages (which print the schema) read the same.
 """
 import copy
+from typing import Any
 
 # The keys of a request group; from 1.25 they take a suffix naming it:
 # numbers before 1.33, then short words.
@@ -20,7 +21,7 @@ def _group_keys(suffix, kinds):
     return {(_PATTERN % (kind, suffix)): {'type': 'string'} for kind in kinds}
 
 
-GET_1_10 = {
+GET_1_10: dict[str, Any] = {
     'type': 'object',
     'properties': {
         'resources': {'type': 'string'},

@@ -11,7 +11,6 @@ from sqlalchemy import exc as sa_exc
 from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 import error_text
 import sql_rows

@@ -1299,7 +1299,8 @@ def test_json_bodies(api, backend):
                             'not 400' % response.status_code, request,
                             response)
         _run(_generated(endpoint, fuzzer.seed),
-             lambda request: fuzzer.send(endpoint, request))
+             lambda request, endpoint=endpoint: fuzzer.send(endpoint,
+                                                            request))
     if refused or fuzzer.failures:
         pytest.fail('\n'.join(refused + [fuzzer.report()]), pytrace=False)
 
@@ -1485,7 +1486,8 @@ def test_query_strings(api, backend):
                                % (endpoint.label, request.show(),
                                   response.status_code, _detail(response)))
         _run(_query_generated(endpoint, fuzzer.seed),
-             lambda request: fuzzer.send(endpoint, request))
+             lambda request, endpoint=endpoint: fuzzer.send(endpoint,
+                                                            request))
     if refused or fuzzer.failures:
         pytest.fail('\n'.join(refused + [fuzzer.report()]), pytrace=False)
 

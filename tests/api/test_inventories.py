@@ -118,8 +118,8 @@ def test_create_capacity_depends_on_version(api, path, provider):
     over = dict(full, resource_class='VCPU', reserved=11)
     response = api.post(path, json=over, version='1.26')
     assert response.status_code == 400
-    assert error_text.detail(response).endswith('The reserved value is greater than '
-                                      'total.')
+    assert error_text.detail(response).endswith(
+        'The reserved value is greater than total.')
 
 
 def test_create_unknown_class_and_duplicate(api, path, provider):
@@ -157,7 +157,8 @@ def test_update_one_errors(api, path, provider):
     stale = api.put(path + '/VCPU', json={
         'resource_provider_generation': 0, 'total': 16})
     assert stale.status_code == 409
-    assert error_text.detail(stale).endswith('resource provider generation conflict')
+    assert error_text.detail(stale).endswith(
+        'resource provider generation conflict')
     assert error_text.code(stale) == 'placement.concurrent_update'
 
     absent = api.put(path + '/MEMORY_MB', json={
@@ -175,8 +176,8 @@ def test_update_one_errors(api, path, provider):
     full = {'resource_provider_generation': 1, 'total': 8, 'reserved': 8}
     response = api.put(path + '/VCPU', json=full, version='1.25')
     assert response.status_code == 400
-    assert 'Unable to update inventory for resource provider' in error_text.detail(
-        response)
+    assert ('Unable to update inventory for resource provider'
+            in error_text.detail(response))
 
     no_generation = api.put(path + '/VCPU', json={'total': 16})
     assert no_generation.status_code == 400

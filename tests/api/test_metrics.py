@@ -12,14 +12,14 @@ import uuid
 
 from prometheus_client import parser
 import pytest
+from test_health import DEAD_DATABASES
 
+from placement import exception
 from placement.api import app as placement_app
 from placement.api import metrics
 from placement.db import allocation as alloc_db
-from placement import exception
 
 import error_text
-from test_health import DEAD_DATABASES
 
 LOCAL = {'REMOTE_ADDR': '127.0.0.1'}
 ENABLED = {'metrics': {'enabled': True}}

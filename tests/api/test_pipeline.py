@@ -9,9 +9,9 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from placement.api import service
 from placement.db import engine as db_engine
 from placement.db import tables
-from placement.api import service
 
 import error_text
 import gunicorn_server
@@ -99,7 +99,7 @@ def test_x_project_id_header_wins_over_token_project(api_factory, tmp_path):
                    headers={'X-Project-Id': 'p1'}).status_code == 200
 
 
-# -- policy ---------------------------------------------------------------------
+# -- policy -------------------------------------------------------------------
 
 @pytest.mark.parametrize('new_defaults', [False, True])
 @pytest.mark.parametrize('roles, status', [
@@ -353,7 +353,8 @@ def test_root_ignores_accept(api):
 
 
 def test_writes_ignore_accept(api):
-    response = api.put('/traits/CUSTOM_PLAIN', headers={'Accept': 'text/plain'})
+    response = api.put('/traits/CUSTOM_PLAIN',
+                       headers={'Accept': 'text/plain'})
     assert response.status_code == 201
 
 

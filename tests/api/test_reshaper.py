@@ -3,9 +3,9 @@ import uuid as uuidlib
 
 import pytest
 
+from placement import exception
 from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
-from placement import exception
 
 import error_text
 import sql_rows

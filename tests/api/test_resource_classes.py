@@ -39,7 +39,7 @@ def _use_in_inventory(engine, name):
         sql_rows.inventory(conn, rp['id'], {name: 4})
 
 
-# -- version gates --------------------------------------------------------------
+# -- version gates ------------------------------------------------------------
 
 @pytest.mark.parametrize('method, path', [
     ('GET', '/resource_classes'),
@@ -56,7 +56,7 @@ def test_hidden_before_1_2(api, method, path, version):
     assert response.json['errors'][0]['title'] == 'Not Found'
 
 
-# -- list -----------------------------------------------------------------------
+# -- list ---------------------------------------------------------------------
 
 def test_list_standard_classes_in_id_order(api):
     response = api.get('/resource_classes', version='1.2')
@@ -166,7 +166,7 @@ def test_create_validation_errors_in_plain_text(api):
     assert 'JSON does not validate' in response.text
 
 
-# -- show -----------------------------------------------------------------------
+# -- show ---------------------------------------------------------------------
 
 @pytest.mark.parametrize('name', ['VCPU', 'MEMORY_MB', STANDARD[-1]])
 def test_show_standard(api, name):
@@ -188,7 +188,7 @@ def test_show_needs_acceptable_json(api):
     assert response.status_code == 406
 
 
-# -- PUT before 1.7: rename -----------------------------------------------------
+# -- PUT before 1.7: rename ---------------------------------------------------
 
 @pytest.mark.parametrize('version', ['1.2', '1.6'])
 def test_rename(api, version):
@@ -281,7 +281,7 @@ def test_rename_needs_json_media_type(api):
         error_text.raw_detail(response))
 
 
-# -- PUT from 1.7: create if missing ----------------------------------------------
+# -- PUT from 1.7: create if missing ------------------------------------------
 
 @pytest.mark.parametrize('version', ['1.7', '1.39'])
 def test_put_creates_then_confirms(api, version):
@@ -365,9 +365,10 @@ def test_ids_are_reused_after_deleting_the_newest(api, backend):
             rc.c.name == 'CUSTOM_B')).scalar() == standard.CUSTOM_RC_START
 
 
-# -- cache headers ----------------------------------------------------------------
+# -- cache headers ------------------------------------------------------------
 
-@pytest.mark.parametrize('path', ['/resource_classes', '/resource_classes/VCPU',
+@pytest.mark.parametrize('path', ['/resource_classes',
+                                  '/resource_classes/VCPU',
                                   '/resource_classes/CUSTOM_MOO'])
 def test_gets_have_cache_headers_from_1_15(api, path):
     api.put('/resource_classes/CUSTOM_MOO')
@@ -393,7 +394,7 @@ def test_writes_have_no_cache_headers(api):
         assert 'Cache-Control' not in response.headers
 
 
-# -- policy -----------------------------------------------------------------------
+# -- policy -------------------------------------------------------------------
 
 @pytest.mark.parametrize('method, path, version, action', [
     ('GET', '/resource_classes', '1.39', 'list'),

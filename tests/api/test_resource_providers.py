@@ -4,10 +4,11 @@ import uuid as uuidlib
 
 import pytest
 
-import conftest
-import error_text
 from placement.db import resource_provider as rp_db
 from placement.db import tables
+
+import conftest
+import error_text
 import sql_rows
 
 RP_PATH = '/resource_providers'

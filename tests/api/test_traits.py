@@ -41,7 +41,7 @@ def _associate(engine, name):
         sql_rows.traits(conn, rp['id'], [name])
 
 
-# -- version gates --------------------------------------------------------------
+# -- version gates ------------------------------------------------------------
 
 @pytest.mark.parametrize('method, path', [
     ('GET', '/traits'), ('GET', '/traits/HW_CPU_X86_SSE'),
@@ -54,7 +54,7 @@ def test_hidden_before_1_6(api, method, path, version):
     assert response.json['errors'][0]['title'] == 'Not Found'
 
 
-# -- create ---------------------------------------------------------------------
+# -- create -------------------------------------------------------------------
 
 @pytest.mark.parametrize('version', ['1.6', '1.39'])
 def test_put_creates_then_confirms(api, version):
@@ -106,7 +106,7 @@ def test_put_cache_headers_from_1_15(api, version, cached):
             assert re.match(HTTP_DATE, response.headers['Last-Modified'])
 
 
-# -- check ------------------------------------------------------------------------
+# -- check --------------------------------------------------------------------
 
 @pytest.mark.parametrize('name', ['CUSTOM_TRAIT_1', 'HW_CPU_X86_SSE',
                                   'MISC_SHARES_VIA_AGGREGATE'])
@@ -144,7 +144,7 @@ def test_get_cache_headers_from_1_15(api, version, cached):
             assert re.match(HTTP_DATE, headers['Last-Modified'])
 
 
-# -- delete -----------------------------------------------------------------------
+# -- delete -------------------------------------------------------------------
 
 def test_delete(api):
     _create(api, 'CUSTOM_TRAIT_1')
@@ -185,7 +185,7 @@ def test_delete_in_use(api, backend):
     assert api.get('/traits/CUSTOM_TRAIT_1').status_code == 204
 
 
-# -- list -------------------------------------------------------------------------
+# -- list ---------------------------------------------------------------------
 
 def test_list_standard_and_custom(api):
     assert _list(api) == STANDARD
@@ -269,7 +269,7 @@ def test_list_unknown_parameter(api):
         error_text.raw_detail(response))
 
 
-# -- policy -----------------------------------------------------------------------
+# -- policy -------------------------------------------------------------------
 
 @pytest.mark.parametrize('method, path, action', [
     ('GET', '/traits', 'list'),

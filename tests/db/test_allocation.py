@@ -9,13 +9,13 @@ import uuid as uuidlib
 import pytest
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import allocation as alloc_db
 from placement.db import consumer as consumer_db
 from placement.db import engine as db_engine
 from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 import sql_rows
 

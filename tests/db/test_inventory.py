@@ -2,10 +2,10 @@
 import pytest
 import sqlalchemy as sa
 
+from placement import exception
 from placement.db import inventory as inv_db
 from placement.db import resource_provider as rp_db
 from placement.db import tables
-from placement import exception
 
 import sql_rows
 

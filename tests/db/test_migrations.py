@@ -16,12 +16,12 @@ import time
 import types
 import uuid
 
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 import os_resource_classes
 import os_traits
 import pytest
 import sqlalchemy as sa
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 
 from placement.db import engine as db_engine
 from placement.db import migration

@@ -28,8 +28,9 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from conftest import unavailable
 from placement.db import engine as db_engine
+
+from conftest import unavailable
 
 URL_VARIABLE = 'PLACEMENT_TEST_GALERA_URL'
 NODES_VARIABLE = 'PLACEMENT_TEST_GALERA_NODES'

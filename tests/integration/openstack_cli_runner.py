@@ -13,8 +13,8 @@ import json
 import logging
 import sys
 
-from openstackclient.common import clientmanager
 from openstackclient import shell
+from openstackclient.common import clientmanager
 
 
 def forget_clients():

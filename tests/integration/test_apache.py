@@ -23,12 +23,13 @@ import sys
 
 import pytest
 
-from conftest import make_conf
-from conftest import unavailable
-import live_server
 from placement.db import engine as db_engine
 from placement.db import migration
 import placement.wsgi
+
+from conftest import make_conf
+from conftest import unavailable
+import live_server
 import wsgi_process
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,8 @@ from placement.db import migration
 
 import claim_races
 from conftest import make_conf
-from galera import galera, galera_database  # noqa: F401 (fixtures)
+from galera import galera  # noqa: F401 (fixtures)
+from galera import galera_database  # noqa: F401 (fixtures)
 import wsgi_process
 
 pytestmark = pytest.mark.integration

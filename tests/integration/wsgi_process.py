@@ -12,8 +12,8 @@ import pathlib
 
 from conftest import in_ci
 import gunicorn_server
-from gunicorn_server import free_port  # noqa: F401 (for other modules)
 from gunicorn_server import GunicornServer  # noqa: F401
+from gunicorn_server import free_port  # noqa: F401 (for other modules)
 from gunicorn_server import write_config  # noqa: F401
 import integration_venvs
 

@@ -1,7 +1,7 @@
 """Tests of placement.conf: option facts and config file resolution."""
 
-import pytest
 from oslo_config import cfg
+import pytest
 
 from placement import conf
 
@@ -63,7 +63,7 @@ def test_invalid_choice_rejected(tmp_path):
     path = _write(tmp_path / 'p.conf', '[api]\nauth_strategy = basic\n')
     c = conf.load_config(config_files=[path])
     with pytest.raises(cfg.ConfigFileValueError):
-        c.api.auth_strategy
+        _ = c.api.auth_strategy
 
 
 def test_auth_strategy_deprecated_group(tmp_path):

@@ -4,8 +4,8 @@ import logging
 import sqlite3
 import types
 
-import pymysql
 import psycopg2
+import pymysql
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc

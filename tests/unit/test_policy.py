@@ -1,7 +1,7 @@
 """Tests of placement.policy and the default rules."""
 
-import pytest
 from oslo_context import context
+import pytest
 
 from placement import conf
 from placement import policies

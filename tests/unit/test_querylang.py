@@ -2,8 +2,8 @@
 import pytest
 
 from placement import exception
-from placement.candidates import request
 from placement import querylang as query
+from placement.candidates import request
 
 U1 = '11111111-2222-3333-4444-555555555555'
 U2 = '11111111-2222-3333-4444-666666666666'

@@ -48,8 +48,8 @@ class TestGroups:
         assert parsed.groups[0].single_provider
 
     def test_numbered_suffixes_before_1_33(self):
-        parsed = parse('resources1=VCPU:1&resources22=VCPU:1&group_policy=none',
-                       (1, 25))
+        parsed = parse('resources1=VCPU:1&resources22=VCPU:1'
+                       '&group_policy=none', (1, 25))
         assert [g.suffix for g in parsed.groups] == ['1', '22']
         assert error('resources1=VCPU:1&resources_x=VCPU:1', (1, 25)).detail \
             .startswith("Invalid query string parameters: 'resources_x' does "

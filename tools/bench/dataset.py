@@ -22,7 +22,8 @@ import threading
 import time
 import uuid
 
-from client import ConnectionFailed, run_bounded
+from client import ConnectionFailed
+from client import run_bounded
 
 NAMESPACE = uuid.UUID('6f1d4a52-3c7e-4d59-9a53-2a8e4c1b7f10')
 AZ_COUNT = 10

@@ -104,7 +104,7 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
     up, ours = labels
     rows = []
     for (workers, clients), by_label in runs.items():
-        def field(name):
+        def field(name, by_label=by_label):
             return {label: getattr(stats, name)
                     for label, stats in by_label.items()}
         claims_s = field('throughput')

@@ -5,8 +5,9 @@ import threading
 import time
 import uuid
 
+from client import ConnectionFailed
+from client import run_bounded
 import dataset
-from client import ConnectionFailed, run_bounded
 
 SIMPLE = 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
 SCHEDULER_PROJECT = dataset.uid('scheduler-project')
