@@ -104,7 +104,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.line(reason, red=True, bold=True)
 
 
-def _selected_backends():
+def selected_backends():
     names = os.environ.get('PLACEMENT_TEST_BACKENDS', '').strip()
     if not names:
         return BACKENDS
@@ -120,7 +120,7 @@ def _selected_backends():
 def pytest_generate_tests(metafunc):
     if 'backend' not in metafunc.fixturenames:
         return
-    backends = list(_selected_backends())
+    backends = list(selected_backends())
     if metafunc.definition.get_closest_marker('sqlite_only'):
         backends = ['sqlite']
     only = metafunc.definition.get_closest_marker('backends')

@@ -142,6 +142,7 @@ class _Database:
 
     def _sync(self):
         with self._engine.begin() as connection:
+            db_engine.claim_write_lock(connection)
             standard.sync_standard(connection)
 
 

@@ -23,6 +23,7 @@ from typing import Iterator
 from typing import Sequence
 
 from placement.candidates import sql
+from placement.db import inventory as inventory_db
 
 _NONE: frozenset[int] = frozenset()
 
@@ -168,7 +169,8 @@ class Universe:
         if room is None:
             inv = self.inventory[key]
             room = self._room[key] = min(
-                capacity(inv.total, inv.reserved, inv.ratio) - inv.used,
+                inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+                - inv.used,
                 inv.max_unit)
         return room
 
@@ -199,13 +201,6 @@ class Universe:
                 parent = self.parent.get(parent)
             self._ancestry[provider] = found
         return found
-
-
-def capacity(total: int, reserved: int, ratio: float) -> int:
-    """Capacity as upstream reports and finally checks it: in Python, on
-    the ratio as the database driver returns it.
-    """
-    return int((total - reserved) * ratio)
 
 
 def _member(universe, provider, member_of):

@@ -39,6 +39,7 @@ from placement.candidates import loading
 from placement.candidates import names as naming
 from placement.candidates import request as model
 from placement.candidates import sql
+from placement.db import inventory as inventory_db
 from placement.db import resource_provider as rp_db
 
 # Candidates are counted up to here (or up to limit/max, if higher): enough
@@ -677,7 +678,7 @@ def _inventory_reasons(inv, name, amount, suffix):
     """
     label = _group_label(suffix)
     reasons = []
-    free = engine.capacity(inv.total, inv.reserved, inv.ratio) - inv.used
+    free = inventory_db.capacity(inv.total, inv.reserved, inv.ratio) - inv.used
     if amount > free or (inv.used + amount
                          > (inv.total - inv.reserved) * inv.sql_ratio):
         details = {'resource_class': name, 'requested': amount,

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from placement.candidates import engine
 from placement.candidates import request as model
 from placement.candidates import sql
+from placement.db import inventory as inventory_db
 
 # Tuples, as there are as many as candidates and providers summarised.
 Candidate = collections.namedtuple('Candidate', 'allocations mappings')
@@ -109,14 +110,14 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
     for (provider, rc), inv in inventory.items():
         if provider in summarised:
             resources[provider][class_name[rc]] = {
-                'capacity': engine.capacity(inv.total, inv.reserved,
+                'capacity': inventory_db.capacity(inv.total, inv.reserved,
                                             inv.ratio),
                 'used': inv.used}
     if request.every_class:
         for provider, name, total, reserved, ratio, used in (
                 sql.provider_inventories(conn, trees, shown, class_name)):
             resources[provider][name] = {
-                'capacity': engine.capacity(total, reserved, ratio),
+                'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
     traits = collections.defaultdict(list)
     held = sql.provider_traits(conn, trees, shown)

@@ -356,7 +356,7 @@ def _check_capacity(conn, wanted, held):
                 'violate inventory constraints'))
         asked[key] += item.amount
         usage = used[key] + asked[key]
-        if (usage > inventory_db.capacity(inventory)
+        if (usage > inventory_db.record_capacity(inventory)
                 and usage > used[key] + freed[key]):
             raise exception.Invalid(_UNABLE % (
                 item.class_name, item.provider['uuid'],

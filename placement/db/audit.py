@@ -110,8 +110,7 @@ def over_capacity(conn):
         .order_by(_RP.c.id, _RC.c.id))
     found = []
     for _rp, uuid, name, _rc, rc_name, total, reserved, ratio, usage in rows:
-        capacity = inventory_db.capacity({
-            'total': total, 'reserved': reserved, 'allocation_ratio': ratio})
+        capacity = inventory_db.capacity(total, reserved, ratio)
         if usage > capacity:
             found.append(OverCapacity(uuid, name, rc_name, int(usage),
                                       capacity, total, reserved, ratio))

@@ -50,10 +50,18 @@ def with_defaults(fields):
             for field in FIELDS}
 
 
-def capacity(record):
-    """Usable amount: what is not reserved, scaled by the ratio."""
-    return int((record['total'] - record['reserved'])
-               * record['allocation_ratio'])
+def capacity(total, reserved, ratio):
+    """Usable amount: what is not reserved, scaled by the ratio, as
+    upstream reports and finally checks it (in Python, on the ratio as
+    the database driver returns it).
+    """
+    return int((total - reserved) * ratio)
+
+
+def record_capacity(record):
+    """``capacity`` of an inventory record."""
+    return capacity(record['total'], record['reserved'],
+                    record['allocation_ratio'])
 
 
 def check_record(provider_uuid, resource_class, record,
@@ -64,7 +72,7 @@ def check_record(provider_uuid, resource_class, record,
     ``reserved_may_equal_total`` is the request's version being >= 1.26.
     """
     check_units(provider_uuid, resource_class, record)
-    usable = capacity(record)
+    usable = record_capacity(record)
     if reserved_may_equal_total:
         if usable >= 0:
             return
@@ -277,7 +285,7 @@ def _warn_over_capacity(conn, provider, changed):
         .group_by(_ALLOC.c.resource_class_id)).all()
     for class_id, used in usages:
         name, record = changed[class_id]
-        if used is not None and used > capacity(record):
+        if used is not None and used > record_capacity(record):
             LOG.warning('Resource provider %s is now over-capacity for %s',
                         provider['uuid'], name)
 

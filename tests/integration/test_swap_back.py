@@ -516,7 +516,7 @@ class Swap:
 
 
 # conftest's backends, as PLACEMENT_TEST_BACKENDS selects them.
-@pytest.fixture(scope='module', params=conftest._selected_backends())
+@pytest.fixture(scope='module', params=conftest.selected_backends())
 def swap(request, tmp_path_factory):
     # Before any database is made: skips (or fails under CI) without it.
     wsgi_process.upstream_bin('placement-manage')
