@@ -7,9 +7,7 @@ import logging
 import flask
 
 from placement import candidates
-from placement import exception
 from placement import querylang
-from placement.api import errors
 from placement.api import metrics
 from placement.api import microversion
 from placement.api import wsgi
@@ -89,12 +87,9 @@ def list_allocation_candidates():
 
 
 def _respond(request, settings):
-    try:
-        with metrics.candidate_generation() as generation:
-            result = wsgi.read(candidates.find, request, settings)
-            generation.found(len(result.candidates))
-    except exception.Invalid as exc:
-        raise errors.BadRequest(str(exc))
+    with metrics.candidate_generation() as generation:
+        result = wsgi.read(candidates.find, request, settings)
+        generation.found(len(result.candidates))
     if not result.candidates:
         _log_why_nothing(request, settings)
     request_view = microversion.by_version(_REQUEST_VIEW)

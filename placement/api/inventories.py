@@ -76,11 +76,8 @@ def _collection_view(generation, inventories):
 
 def _collection_response(body, last_modified):
     """An empty collection has no date but is still not to be cached."""
-    response = wsgi.json_response(body, last_modified=last_modified)
-    if (last_modified is None
-            and microversion.is_at_least(wsgi.CACHE_HEADERS_VERSION)):
-        response.headers['Cache-Control'] = 'no-cache'
-    return response
+    return wsgi.json_response(body, last_modified=last_modified,
+                              undated=True)
 
 
 def _item_location(uuid, resource_class):

@@ -20,10 +20,6 @@ def _view(row):
     return {'name': row['name'], 'links': _link(row['name'])}
 
 
-def _not_found(exc):
-    return errors.NotFound(str(exc))
-
-
 # Resource classes have a path of their own from 1.2.
 SINCE = (1, 2)
 # PUT creates a class if missing (no body) instead of renaming it.
@@ -62,10 +58,7 @@ def create_resource_class():
               min_version=SINCE)
 def show_resource_class(name):
     wsgi.authorize(policies.SHOW)
-    try:
-        row = wsgi.read(rc_db.get_by_name, name)
-    except exception.NotFound as exc:
-        raise _not_found(exc)
+    row = wsgi.read(rc_db.get_by_name, name)
     return wsgi.json_response(
         _view(row), last_modified=wsgi.last_modified_of([row]))
 
@@ -87,10 +80,6 @@ def _rename(name):
     new_name = wsgi.body()['name']
     try:
         wsgi.write(rc_db.rename, name, new_name)
-    except exception.NotFound as exc:
-        raise _not_found(exc)
-    except exception.Invalid as exc:
-        raise errors.BadRequest(str(exc))
     except exception.Duplicate:
         raise errors.Conflict(
             'Resource class already exists: %s' % new_name,
@@ -116,8 +105,6 @@ def delete_resource_class(name):
     wsgi.authorize(policies.DELETE)
     try:
         wsgi.write(rc_db.delete, name)
-    except exception.NotFound as exc:
-        raise _not_found(exc)
     except exception.Invalid as exc:
         raise errors.BadRequest('Error in delete resource class: %s' % exc)
     except exception.InUse as exc:

@@ -202,7 +202,4 @@ def update_resource_provider(uuid):
             view(row), last_modified=wsgi.last_modified_of([row]))
     # Upstream's answer to a move between parents has no Last-Modified,
     # only the Cache-Control that goes with it.
-    response = wsgi.json_response(view(row))
-    if microversion.is_at_least(wsgi.CACHE_HEADERS_VERSION):
-        response.headers['Cache-Control'] = 'no-cache'
-    return response
+    return wsgi.json_response(view(row), undated=True)

@@ -262,10 +262,10 @@ def _query(schema):
     return validation.check_query(query_pairs(), schema)
 
 
-def json_response(data, status=200, last_modified=None):
+def json_response(data, status=200, last_modified=None, undated=False):
     response = flask.Response(encode_json(data), status=status,
                               mimetype=JSON)
-    return _with_cache_headers(response, last_modified)
+    return _with_cache_headers(response, last_modified, undated)
 
 
 def encode_json(data):
@@ -288,12 +288,16 @@ def empty_response(status=204, location=None, last_modified=None):
     return _with_cache_headers(response, last_modified)
 
 
-def _with_cache_headers(response, last_modified):
-    """From 1.15 a GET tells caches when the data last changed."""
-    if (last_modified is not None
-            and microversion.is_at_least(CACHE_HEADERS_VERSION)):
+def _with_cache_headers(response, last_modified, undated=False):
+    """From 1.15 a GET tells caches when the data last changed, and not to
+    keep it; an ``undated`` answer (no date to give) only the latter.
+    """
+    if not microversion.is_at_least(CACHE_HEADERS_VERSION):
+        return response
+    if last_modified is not None:
         response.headers['Last-Modified'] = werkzeug_http.http_date(
             last_modified)
+    if last_modified is not None or undated:
         response.headers['Cache-Control'] = 'no-cache'
     return response
 
