@@ -119,7 +119,38 @@ database_opts = [
     cfg.BoolOpt('sqlite_synchronous', default=True,
                 help='Use synchronous mode with SQLite.'),
     cfg.StrOpt('slave_connection', secret=True,
-               help='SQLAlchemy URL of a read-only replica database.'),
+               help='SQLAlchemy URL of a read-only replica of the '
+                    'database (a PostgreSQL standby, a MariaDB replica '
+                    'or another Galera node). Requests listed in '
+                    'replica_routes read from it while its lag is within '
+                    'replica_max_lag; everything else, and every write, '
+                    'uses connection. Upstream accepts this option and '
+                    'ignores it.'),
+    cfg.ListOpt(
+        'replica_routes',
+        # The requests whose answers are advice, not ledger: a scheduler
+        # claims what they suggest with a write that is checked on the
+        # primary, so a stale answer costs at most a 409 and a retry.
+        # What a client reads to build its next write (one provider's
+        # inventories, traits, aggregates, allocations, generations) and
+        # usages (quota counting) stay on the primary.
+        default=['GET /allocation_candidates', 'GET /resource_providers',
+                 'GET /resource_classes', 'GET /traits'],
+        help='Requests, as "METHOD /path" with placeholders as in the '
+             'API reference (e.g. GET /resource_providers/{uuid}/usages), '
+             'that read from slave_connection when it is set. Only GET '
+             'requests can be listed; an unknown one stops the service '
+             'from starting. Empty: the replica is never read.'),
+    cfg.FloatOpt(
+        'replica_max_lag', default=1.0, min=0,
+        help='Seconds a replica may be behind the primary and still be '
+             'read from. While its lag is larger, or it is unreachable, '
+             'reads go to the primary; they move back by themselves.'),
+    cfg.FloatOpt(
+        'replica_check_interval', default=1.0, min=0.1,
+        help='Seconds between two checks of the replica\'s lag by each '
+             'service process. A reader may see data as old as '
+             'replica_max_lag plus this.'),
     cfg.StrOpt('mysql_sql_mode', default='TRADITIONAL',
                help='sql_mode set on MySQL sessions; empty keeps the '
                     'server setting.'),

@@ -7,7 +7,6 @@ negotiates the microversion, routes, checks policy and renders errors.
 """
 import http
 import logging
-import threading
 
 import flask
 from oslo_context import context as oslo_context
@@ -19,15 +18,16 @@ from werkzeug import exceptions as http_exceptions
 from placement import exception
 from placement import policy
 from placement.api import auth
+from placement.api import database
 from placement.api import errors
 from placement.api import extensions
+from placement.api import metrics
 from placement.api import microversion
 from placement.api import requestlog
 from placement.api import routes
 from placement.api import wsgi
 from placement.db import engine as db_engine
 from placement.db import migration
-from placement.db import standard
 
 LOG = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ def _flask_app(conf, engine):
     app = flask.Flask('placement', static_folder=None)
     app.config.update(
         PLACEMENT_CONF=conf,
-        PLACEMENT_DATABASE=_Database(engine),
         PLACEMENT_ENFORCER=policy.get_enforcer(conf),
         PROVIDE_AUTOMATIC_OPTIONS=False,
     )
@@ -71,6 +70,8 @@ def _flask_app(conf, engine):
     app.url_map.redirect_defaults = False
     for blueprint in routes.blueprints():
         app.register_blueprint(blueprint)
+    app.config['PLACEMENT_DATABASE'] = database.Database.from_conf(
+        conf, engine, app.url_map, on_replica_check=metrics.replica_checked)
     app.before_request(_negotiate)
     app.after_request(_finish_response)
     app.register_error_handler(errors.PlacementHTTPError, _render_error)
@@ -117,33 +118,6 @@ def _check_url(request):
             '\x00' in key or '\x00' in value
             for key, value in args.items(multi=True)):
         raise errors.BadRequest(wsgi.NUL_NOT_ALLOWED)
-
-
-class _Database:
-    """The engine, handed out once standard classes and traits exist.
-
-    The sync is lazy so that the service starts, and answers 503, while
-    the database is away.
-    """
-
-    def __init__(self, engine):
-        self._engine = engine
-        self._synced = False
-        self._lock = threading.Lock()
-
-    @property
-    def engine(self):
-        if not self._synced:
-            with self._lock:
-                if not self._synced:
-                    db_engine.retry_on_transient(self._sync)
-                    self._synced = True
-        return self._engine
-
-    def _sync(self):
-        with self._engine.begin() as connection:
-            db_engine.claim_write_lock(connection)
-            standard.sync_standard(connection)
 
 
 def _finish_response(response):

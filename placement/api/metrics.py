@@ -8,6 +8,8 @@ What is measured:
 - allocation write attempts that collided with another write, and the
   server-side retries they caused (placement.api.allocations);
 - allocation candidate generation: duration, and candidates returned;
+- reads by the database server that answered them (primary or replica),
+  and the last replica check's lag and verdict;
 - the database connection pool of this process: size and checked out;
 - at scrape time, with one aggregate query: total, reserved, capacity
   ((total - reserved) * allocation_ratio) and used amounts of every
@@ -24,6 +26,7 @@ scrape reports the answering process only.
 """
 import ipaddress
 import logging
+import math
 import os
 import time
 
@@ -94,6 +97,25 @@ DB_POOL_CHECKED_OUT = prometheus_client.Gauge(
     'placement_db_pool_checked_out',
     'Database connections in use (summed over processes).',
     registry=_REGISTRY, multiprocess_mode='livesum')
+DATABASE_READS = prometheus_client.Counter(
+    'placement_database_reads',
+    'Reads of API requests, by the server that answered them: primary, '
+    'or replica ([placement_database] slave_connection).', ['server'],
+    registry=_REGISTRY)
+REPLICA_LAG = prometheus_client.Gauge(
+    'placement_replica_lag_seconds',
+    'Replica lag found by the last check (NaN when it could not be read).',
+    registry=_REGISTRY, multiprocess_mode='livemostrecent')
+REPLICA_USABLE = prometheus_client.Gauge(
+    'placement_replica_usable',
+    'Whether the last check let reads go to the replica (1) or not (0).',
+    registry=_REGISTRY, multiprocess_mode='livemostrecent')
+
+
+def replica_checked(check):
+    """placement.db.replica.Replica ``on_check`` hook."""
+    REPLICA_LAG.set(math.nan if check.lag is None else check.lag)
+    REPLICA_USABLE.set(1 if check.healthy else 0)
 
 
 def multiprocess_dir():

@@ -9,6 +9,7 @@ import math
 
 import flask
 import orjson
+from sqlalchemy import exc as sa_exc
 from werkzeug import http as werkzeug_http
 
 from placement import exception
@@ -16,6 +17,7 @@ from placement import policy
 from placement import validation
 from placement import versions as versions_module
 from placement.api import errors
+from placement.api import metrics
 from placement.api import microversion
 from placement.db import engine as db_engine
 from placement.db import resource_provider as rp_db
@@ -332,9 +334,35 @@ def last_modified_of(rows):
 
 
 def read(fn, *args, **kwargs):
-    """Run ``fn(connection, ...)`` on a read-only connection."""
-    with engine().connect() as connection:
-        return fn(connection, *args, **kwargs)
+    """Run ``fn(connection, ...)`` on a read-only connection: to the
+    replica when the request is one that may read from it (see
+    placement.api.database) and the replica is usable now, else to the
+    primary. A read the replica fails is read again from the primary, so
+    that a replica never fails a request.
+    """
+    database = flask.current_app.config['PLACEMENT_DATABASE']
+    rule = flask.request.url_rule
+    replica = database.replica_for(rule.rule if rule else None)
+    if replica is not None:
+        try:
+            with replica.engine.connect() as connection:
+                return _counted('replica', fn, connection, *args, **kwargs)
+        except sa_exc.SQLAlchemyError as exc:
+            replica.failed(exc)
+    with database.engine.connect() as connection:
+        return _counted('primary', fn, connection, *args, **kwargs)
+
+
+def _counted(server, fn, connection, *args, **kwargs):
+    """``fn(connection, ...)``, counted as a read by ``server`` when it
+    answers, be it with a result or a domain error (a 404)."""
+    try:
+        result = fn(connection, *args, **kwargs)
+    except exception.PlacementError:
+        metrics.DATABASE_READS.labels(server).inc()
+        raise
+    metrics.DATABASE_READS.labels(server).inc()
+    return result
 
 
 def write(fn, *args, attempts=db_engine.TRANSIENT_ATTEMPTS, retry_also=(),

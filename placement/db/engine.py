@@ -63,10 +63,11 @@ def normalize_url(url):
     return _normalize(_parse(url))
 
 
-def create_engine(conf):
-    """Build the engine described by ``conf.placement_database``."""
+def create_engine(conf, option='connection'):
+    """Build the engine described by ``conf.placement_database``, to the
+    database its ``option`` names (``slave_connection``: the replica)."""
     opts = conf.placement_database
-    url = _parse(getattr(opts, 'connection', None))
+    url = _parse(getattr(opts, option, None), option)
     params = getattr(opts, 'connection_parameters', None)
     if params:
         url = url.update_query_string(params)
@@ -223,16 +224,16 @@ def claim_write_lock(connection):
             'UPDATE resource_providers SET generation = generation WHERE 0')
 
 
-def _parse(url):
+def _parse(url, option='connection'):
     if not url or not url.strip():
         raise DatabaseConfigError(
-            '[placement_database] connection is not set')
+            f'[placement_database] {option} is not set')
     try:
         parsed = sa.engine.make_url(url.strip())
         parsed.get_dialect()
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as exc:
         raise DatabaseConfigError(
-            f'invalid [placement_database] connection URL: {exc}') from None
+            f'invalid [placement_database] {option} URL: {exc}') from None
     return parsed
 
 

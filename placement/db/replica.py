@@ -1,0 +1,238 @@
+"""A read replica ([placement_database] slave_connection) and whether it
+may serve a read now.
+
+A process asks ``Replica.usable()`` before each read it could send to the
+replica. The answer comes from the last check of the replica's lag, which
+runs at most once per check interval, in a thread of its own, so that no
+request waits for it (a replica whose host went silent costs the check's
+connect timeout, not a request's). The replica is usable while the last
+check, no older than two intervals, found it answering with a lag within
+the bound; a read that fails on it (``failed()``) makes it unusable until
+the next check says otherwise. Staleness is therefore bounded by the lag
+bound plus one check interval.
+
+Lag, by what the server says it is:
+
+- PostgreSQL standby (``pg_is_in_recovery()``): zero while it streams and
+  has replayed all it received; else the age of the last replayed
+  transaction (``pg_last_xact_replay_timestamp()``), which grows while
+  replay is paused or the stream is down.
+- MariaDB/MySQL replica (``SHOW REPLICA STATUS`` answers a row): its
+  ``Seconds_Behind_Master`` (``_Source`` on MySQL); NULL, a stopped SQL
+  thread, means not replicating: unusable.
+- Galera node: zero while ``Synced`` and ready; else unusable. Reads see
+  what other nodes committed only once applied here: set
+  ``mysql_wsrep_sync_wait`` to make them wait for it.
+- A server that replicates from nobody (a primary, a promoted standby)
+  serves its own data: zero.
+"""
+from collections.abc import Callable
+import dataclasses
+import logging
+import math
+import os
+import threading
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_MAX_LAG = 1.0
+DEFAULT_CHECK_INTERVAL = 1.0
+# A check older than this many intervals is not trusted: the thread that
+# should have renewed it is stuck (a connect waiting for a silent host).
+_CHECK_VALID_INTERVALS = 2
+
+
+class ReplicaUnusable(Exception):
+    """The replica answered, but says it is not a replica we can read
+    from (not replicating, not synced)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """What one look at the replica found: ``lag`` in seconds (None when
+    it could not be read) and ``reason`` when the replica is not usable.
+    """
+    at: float
+    lag: float | None
+    reason: str | None = None
+
+    @property
+    def healthy(self):
+        return self.reason is None
+
+
+_NEVER = Check(at=-math.inf, lag=None, reason='not checked yet')
+
+
+class Replica:
+    """The replica behind ``engine``, readable while its lag is at most
+    ``max_lag`` seconds; checked every ``interval`` seconds at most.
+
+    ``on_check(check)`` is told of every check (metrics); ``measure`` is
+    the function that reads the lag from a connection (``measure_lag``,
+    replaceable for tests), ``clock`` a monotonic clock.
+    """
+
+    def __init__(self, engine: sa.engine.Engine,
+                 max_lag: float = DEFAULT_MAX_LAG,
+                 interval: float = DEFAULT_CHECK_INTERVAL,
+                 on_check: Callable[[Check], Any] | None = None,
+                 measure: Callable[[sa.engine.Connection], float] | None
+                 = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.engine = engine
+        self.max_lag = max_lag
+        self.interval = interval
+        self._on_check = on_check
+        self._measure = measure or measure_lag
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last = _NEVER
+        self._checking: threading.Thread | None = None
+        self._check_started = -math.inf
+
+    @property
+    def last_check(self) -> Check:
+        return self._last
+
+    def usable(self) -> bool:
+        """True if a read may go to the replica now. Starts a check in the
+        background when the last one is due for renewal."""
+        now = self._clock()
+        last = self._last
+        if now - last.at >= self.interval:
+            self._start_check(now)
+        return (last.healthy
+                and now - last.at < _CHECK_VALID_INTERVALS * self.interval)
+
+    def failed(self, exc: BaseException) -> None:
+        """A read on the replica failed: send reads to the primary until a
+        check finds the replica usable again."""
+        LOG.warning('Read from the replica failed; reading from the '
+                    'primary until it answers again: %s',
+                    getattr(exc, 'orig', None) or exc)
+        self._record(Check(at=self._clock(), lag=None,
+                           reason='a read failed'))
+
+    def check_now(self) -> Check:
+        """Check the replica in this thread, and return what was found."""
+        started = self._clock()
+        try:
+            with self.engine.connect() as connection:
+                lag = self._measure(connection)
+        except ReplicaUnusable as exc:
+            check = Check(at=started, lag=None, reason=str(exc))
+        except sa_exc.SQLAlchemyError as exc:
+            check = Check(at=started, lag=None,
+                          reason='check failed: %s'
+                          % (getattr(exc, 'orig', None) or exc))
+        else:
+            reason = None
+            if lag > self.max_lag:
+                reason = 'lag %.3fs exceeds %.3fs' % (lag, self.max_lag)
+            check = Check(at=started, lag=lag, reason=reason)
+        self._record(check)
+        return check
+
+    def _start_check(self, now):
+        with self._lock:
+            # A thread inherited through fork() is not alive in the child.
+            if self._checking is not None and self._checking.is_alive():
+                return
+            if now - self._check_started < self.interval:
+                return
+            self._check_started = now
+            self._checking = threading.Thread(
+                target=self.check_now, name='placement-replica-check',
+                daemon=True)
+            self._checking.start()
+
+    def _record(self, check):
+        with self._lock:
+            previous = self._last
+            if check.at < previous.at:
+                return  # a slow check finishing after a newer verdict
+            self._last = check
+        if previous.healthy != check.healthy or previous is _NEVER:
+            if check.healthy:
+                LOG.info('Replica usable (lag %.3fs); reading from it '
+                         '(pid %d)', check.lag, os.getpid())
+            else:
+                LOG.warning('Replica not usable (%s); reading from the '
+                            'primary (pid %d)', check.reason, os.getpid())
+        if self._on_check is not None:
+            self._on_check(check)
+
+
+def measure_lag(connection: sa.engine.Connection) -> float:
+    """Seconds the server behind ``connection`` is behind its primary (see
+    the module docstring); ReplicaUnusable if it is not replicating."""
+    name = connection.dialect.name
+    if name == 'postgresql':
+        return _postgresql_lag(connection)
+    if name in ('mysql', 'mariadb'):
+        return _mysql_lag(connection)
+    return 0.0
+
+
+_PG_LAG = sa.text("""
+SELECT pg_is_in_recovery() AS standby,
+       CASE WHEN (SELECT count(*) FROM pg_stat_wal_receiver
+                  WHERE status = 'streaming') > 0
+                 AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()
+                 AND NOT pg_is_wal_replay_paused()
+            THEN 0.0
+            ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp())
+       END AS lag
+""")
+
+
+def _postgresql_lag(connection):
+    row = connection.execute(_PG_LAG).one()
+    if not row.standby:
+        return 0.0
+    if row.lag is None:
+        raise ReplicaUnusable('standby has replayed nothing since it '
+                              'started and is not streaming')
+    return max(0.0, float(row.lag))
+
+
+def _mysql_lag(connection):
+    status = _replica_status(connection)
+    if status is not None:
+        lag = status.get('Seconds_Behind_Master',
+                         status.get('Seconds_Behind_Source'))
+        if lag is None:
+            raise ReplicaUnusable('replica is not replicating (%s)'
+                                  % (status.get('Last_SQL_Error')
+                                     or status.get('Last_IO_Error')
+                                     or 'replication stopped'))
+        return float(lag)
+    wsrep_on = connection.exec_driver_sql(
+        "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").first()
+    if wsrep_on is not None and wsrep_on[1] == 'ON':
+        galera = dict(connection.exec_driver_sql(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN "
+            "('wsrep_ready', 'wsrep_local_state_comment')").all())
+        state = galera.get('wsrep_local_state_comment')
+        if galera.get('wsrep_ready') != 'ON' or state != 'Synced':
+            raise ReplicaUnusable('Galera node is %s' % state)
+    return 0.0
+
+
+def _replica_status(connection):
+    """The first row of SHOW REPLICA STATUS as a dict, None if the server
+    replicates from nobody."""
+    try:
+        result = connection.exec_driver_sql('SHOW REPLICA STATUS')
+    except sa_exc.ProgrammingError:
+        # Servers before MariaDB 10.5.1 / MySQL 8.0.22 know only this.
+        connection.rollback()
+        result = connection.exec_driver_sql('SHOW SLAVE STATUS')
+    row = result.mappings().first()
+    return None if row is None else dict(row)
