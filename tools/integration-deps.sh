@@ -3,11 +3,12 @@
 # `integration`) need beyond the project's Python requirements: Debian's
 # Apache httpd with its development files, mod_wsgi built for the test
 # venv's Python, and what tools/galera.sh runs its MariaDB Galera cluster
-# with (mariadb-server, galera-4, rsync for SST, haproxy). Idempotent: each
-# step runs only when its result is missing (apt is not called at all when
-# every package is installed, so a running system MariaDB is never upgraded
-# or restarted), and the package lists are refreshed only when apt cannot
-# find or fetch a package.
+# with (mariadb-server, galera-4, rsync for SST, haproxy) and the PostgreSQL
+# server tools/pg-replica.sh runs (postgresql, when no version is installed).
+# Idempotent: each step runs only when its result is missing (apt is not
+# called at all when every package is installed, so a running system MariaDB
+# or PostgreSQL is never upgraded or restarted), and the package lists are
+# refreshed only when apt cannot find or fetch a package.
 #   tools/integration-deps.sh            # into $VENV (default .venv)
 #   VENV=/path/to/venv tools/integration-deps.sh
 # Needs root for apt-get (CI runs as root).
@@ -20,6 +21,13 @@ APT_PACKAGES=(apache2 apache2-dev)
 # tools/galera.sh: three mariadbd with the Galera provider, rsync for state
 # transfers, HAProxy in front.
 APT_PACKAGES+=(mariadb-server galera-4 rsync haproxy)
+# tools/pg-replica.sh: any installed PostgreSQL server's binaries will do
+# (/usr/lib/postgresql/*/bin: initdb, pg_ctl, postgres, pg_basebackup), so
+# the package is only asked for when there are none; a system cluster that
+# runs already is then left alone.
+if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+    APT_PACKAGES+=(postgresql)
+fi
 
 missing_packages() {
     local package
