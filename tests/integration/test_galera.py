@@ -92,7 +92,7 @@ def _check_logs(servers):
         assert 'Unexpected error' not in text, server.log_tail(80)
 
 
-def test_requests_land_on_every_node(cluster_servers, galera):  # noqa: F811
+def test_requests_land_on_every_node(cluster_servers, galera):
     """The topology is what the races need: the servers' pooled
     connections reach all three nodes.
     """
@@ -185,7 +185,7 @@ def _probe(servers, probe):
     return stale
 
 
-def test_every_node_holds_the_same_data(cluster_servers, galera):  # noqa
+def test_every_node_holds_the_same_data(cluster_servers, galera):
     """After all the races the nodes agree, row for row."""
     counts = []
     for node in range(len(galera.node_urls)):
