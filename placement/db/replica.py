@@ -3,13 +3,14 @@ may serve a read now.
 
 A process asks ``Replica.usable()`` before each read it could send to the
 replica. The answer comes from the last check of the replica's lag, which
-runs at most once per check interval, in a thread of its own, so that no
-request waits for it (a replica whose host went silent costs the check's
-connect timeout, not a request's). The replica is usable while the last
-check, no older than two intervals, found it answering with a lag within
-the bound; a read that fails on it (``failed()``) makes it unusable until
-the next check says otherwise. Staleness is therefore bounded by the lag
-bound plus one check interval.
+runs at most once per check interval, in a thread of its own, so that
+requests do not wait for it (a replica whose host went silent costs the
+check's connect timeout, not a request's; only the first read after an
+idle spell waits for the check it starts, at most FRESH_CHECK_WAIT). The
+replica is usable while the last check, no older than two intervals,
+found it answering with a lag within the bound; a read that fails on it
+(``failed()``) makes it unusable until the next check says otherwise.
+Staleness is therefore bounded by the lag bound plus one check interval.
 
 Lag, by what the server says it is:
 
@@ -42,9 +43,14 @@ LOG = logging.getLogger(__name__)
 
 DEFAULT_MAX_LAG = 1.0
 DEFAULT_CHECK_INTERVAL = 1.0
-# A check older than this many intervals is not trusted: the thread that
-# should have renewed it is stuck (a connect waiting for a silent host).
+# A check older than this many intervals is not trusted: the process was
+# idle meanwhile, or the thread that should have renewed it is stuck (a
+# connect waiting for a silent host).
 _CHECK_VALID_INTERVALS = 2
+# Seconds a read waits for the check it started because the last one was
+# too old to trust (after an idle spell): a replica that answers by then
+# is read from at once; one that does not is not waited for longer.
+FRESH_CHECK_WAIT = 0.05
 
 
 class ReplicaUnusable(Exception):
@@ -102,11 +108,17 @@ class Replica:
 
     def usable(self) -> bool:
         """True if a read may go to the replica now. Starts a check in the
-        background when the last one is due for renewal."""
+        background when the last one is due for renewal, and waits for it
+        a little (FRESH_CHECK_WAIT) if the last one is too old to trust."""
         now = self._clock()
+        if now - self._last.at >= self.interval:
+            started = self._start_check(now)
+            if started is not None and not self._trusted(now):
+                started.join(FRESH_CHECK_WAIT)
+        return self._trusted(self._clock())
+
+    def _trusted(self, now):
         last = self._last
-        if now - last.at >= self.interval:
-            self._start_check(now)
         return (last.healthy
                 and now - last.at < _CHECK_VALID_INTERVALS * self.interval)
 
@@ -140,17 +152,20 @@ class Replica:
         return check
 
     def _start_check(self, now):
+        """The thread of a new check, or None if one is in flight or
+        started less than an interval ago."""
         with self._lock:
             # A thread inherited through fork() is not alive in the child.
             if self._checking is not None and self._checking.is_alive():
-                return
+                return None
             if now - self._check_started < self.interval:
-                return
+                return None
             self._check_started = now
             self._checking = threading.Thread(
                 target=self.check_now, name='placement-replica-check',
                 daemon=True)
             self._checking.start()
+            return self._checking
 
     def _record(self, check):
         with self._lock:

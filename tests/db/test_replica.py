@@ -59,14 +59,34 @@ def _settle(replica):
         time.sleep(0.01)
 
 
-def test_unchecked_replica_is_not_used_but_a_check_starts(engine):
+def test_the_first_read_waits_briefly_for_the_first_check(engine):
     lag, clock = Lag(0.2), Clock()
     replica = _replica(engine, lag, clock)
-    assert replica.usable() is False
-    _settle(replica)
-    assert lag.calls == 1
     assert replica.usable() is True
+    assert lag.calls == 1
     assert replica.last_check.lag == 0.2
+
+
+def test_a_slow_first_check_is_not_waited_for(engine):
+    lag, clock = Lag(0.2), Clock()
+    lag.hold.clear()
+    replica = _replica(engine, lag, clock)
+    started = time.monotonic()
+    assert replica.usable() is False
+    assert time.monotonic() - started < replica_db.FRESH_CHECK_WAIT + 0.5
+    lag.hold.set()
+    _settle(replica)
+    assert replica.usable() is True
+
+
+def test_after_an_idle_spell_the_old_check_is_not_trusted(engine):
+    lag, clock = Lag(0.0), Clock()
+    replica = _replica(engine, lag, clock)
+    replica.check_now()
+    lag.value = 5.0  # fell behind while nobody asked
+    clock.now += 60
+    assert replica.usable() is False
+    assert replica.last_check.lag == 5.0
 
 
 def test_lag_beyond_the_bound_sends_reads_to_the_primary(engine):
