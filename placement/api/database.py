@@ -43,7 +43,7 @@ class Database:
         if opts.slave_connection and rules:
             replica = replica_db.Replica(
                 db_engine.create_engine(conf, option='slave_connection'),
-                max_lag=opts.replica_max_lag,
+                primary=engine, max_lag=opts.replica_max_lag,
                 interval=opts.replica_check_interval,
                 on_check=on_replica_check)
         return cls(engine, replica, rules)

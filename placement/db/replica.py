@@ -10,22 +10,29 @@ idle spell waits for the check it starts, at most FRESH_CHECK_WAIT). The
 replica is usable while the last check, no older than two intervals,
 found it answering with a lag within the bound; a read that fails on it
 (``failed()``) makes it unusable until the next check says otherwise.
-Staleness is therefore bounded by the lag bound plus one check interval.
+A read thus sees data at most about the lag bound plus one check
+interval old (two intervals while a check hangs).
 
-Lag, by what the server says it is:
+Lag is measured against the primary, so that a replica whose link to the
+primary died silently, and which therefore believes itself current, is
+found out:
 
-- PostgreSQL standby (``pg_is_in_recovery()``): zero while it streams and
-  has replayed all it received; else the age of the last replayed
-  transaction (``pg_last_xact_replay_timestamp()``), which grows while
-  replay is paused or the stream is down.
-- MariaDB/MySQL replica (``SHOW REPLICA STATUS`` answers a row): its
-  ``Seconds_Behind_Master`` (``_Source`` on MySQL); NULL, a stopped SQL
-  thread, means not replicating: unusable.
+- PostgreSQL standby (``pg_is_in_recovery()``): the time until its
+  ``pg_last_wal_replay_lsn()`` reaches the primary's
+  ``pg_current_wal_lsn()`` as read at the start of the check.
+- MariaDB replica: the time until ``MASTER_GTID_WAIT`` reaches the
+  primary's ``@@gtid_binlog_pos``, after every replication connection
+  (``SHOW ALL REPLICAS STATUS``, named ones included) was found running.
+  A connection whose ``Seconds_Behind_Master`` is NULL (stopped, broken)
+  makes the replica unusable. MySQL: the largest ``Seconds_Behind_Source``
+  of its channels, plus one (it is rounded down to whole seconds).
 - Galera node: zero while ``Synced`` and ready; else unusable. Reads see
   what other nodes committed only once applied here: set
   ``mysql_wsrep_sync_wait`` to make them wait for it.
 - A server that replicates from nobody (a primary, a promoted standby)
   serves its own data: zero.
+
+Each wait stops just past the bound: a check never takes much longer.
 """
 from collections.abc import Callable
 import dataclasses
@@ -76,22 +83,24 @@ _NEVER = Check(at=-math.inf, lag=None, reason='not checked yet')
 
 
 class Replica:
-    """The replica behind ``engine``, readable while its lag is at most
-    ``max_lag`` seconds; checked every ``interval`` seconds at most.
+    """The replica behind ``engine``, readable while its lag behind the
+    ``primary`` engine is at most ``max_lag`` seconds; checked every
+    ``interval`` seconds at most.
 
     ``on_check(check)`` is told of every check (metrics); ``measure`` is
-    the function that reads the lag from a connection (``measure_lag``,
-    replaceable for tests), ``clock`` a monotonic clock.
+    the function that reads the lag (``measure_lag``, replaceable for
+    tests), ``clock`` a monotonic clock.
     """
 
     def __init__(self, engine: sa.engine.Engine,
+                 primary: sa.engine.Engine | None = None,
                  max_lag: float = DEFAULT_MAX_LAG,
                  interval: float = DEFAULT_CHECK_INTERVAL,
                  on_check: Callable[[Check], Any] | None = None,
-                 measure: Callable[[sa.engine.Connection], float] | None
-                 = None,
+                 measure: Callable[..., float] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.engine = engine
+        self.primary = primary
         self.max_lag = max_lag
         self.interval = interval
         self._on_check = on_check
@@ -136,7 +145,7 @@ class Replica:
         started = self._clock()
         try:
             with self.engine.connect() as connection:
-                lag = self._measure(connection)
+                lag = self._measure(connection, self.primary, self.max_lag)
         except ReplicaUnusable as exc:
             check = Check(at=started, lag=None, reason=str(exc))
         except sa_exc.SQLAlchemyError as exc:
@@ -184,50 +193,90 @@ class Replica:
             self._on_check(check)
 
 
-def measure_lag(connection: sa.engine.Connection) -> float:
-    """Seconds the server behind ``connection`` is behind its primary (see
-    the module docstring); ReplicaUnusable if it is not replicating."""
+def measure_lag(connection: sa.engine.Connection,
+                primary: sa.engine.Engine | None = None,
+                bound: float = DEFAULT_MAX_LAG) -> float:
+    """Seconds the server behind ``connection`` is behind ``primary`` (see
+    the module docstring), waiting for it at most about ``bound`` seconds:
+    a result above ``bound`` means "more than that". ReplicaUnusable if it
+    is not replicating. Without ``primary``, what the replica says of
+    itself."""
     name = connection.dialect.name
     if name == 'postgresql':
-        return _postgresql_lag(connection)
+        return _postgresql_lag(connection, primary, bound)
     if name in ('mysql', 'mariadb'):
-        return _mysql_lag(connection)
+        return _mysql_lag(connection, primary, bound)
     return 0.0
 
 
-_PG_LAG = sa.text("""
-SELECT pg_is_in_recovery() AS standby,
-       CASE WHEN (SELECT count(*) FROM pg_stat_wal_receiver
+def _caught_up_within(reached, bound):
+    """Seconds until ``reached()`` is true, polled until just past
+    ``bound``; the time waited (above ``bound``) if it never is."""
+    started = time.monotonic()
+    while True:
+        waited = time.monotonic() - started
+        if reached():
+            return waited
+        if waited > bound:
+            return waited
+        time.sleep(_POLL)
+
+
+_POLL = 0.01
+_PG_STANDBY = sa.text('SELECT pg_is_in_recovery()')
+_PG_PRIMARY_POSITION = sa.text('SELECT pg_current_wal_lsn()')
+_PG_REPLAYED = sa.text(
+    'SELECT pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn)')
+_PG_REPLAY_AGE = sa.text("""
+SELECT CASE WHEN (SELECT count(*) FROM pg_stat_wal_receiver
                   WHERE status = 'streaming') > 0
                  AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()
                  AND NOT pg_is_wal_replay_paused()
             THEN 0.0
             ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp())
-       END AS lag
+       END
 """)
 
 
-def _postgresql_lag(connection):
-    row = connection.execute(_PG_LAG).one()
-    if not row.standby:
+def _postgresql_lag(connection, primary, bound):
+    if not connection.execute(_PG_STANDBY).scalar():
         return 0.0
-    if row.lag is None:
-        raise ReplicaUnusable('standby has replayed nothing since it '
-                              'started and is not streaming')
-    return max(0.0, float(row.lag))
+    if primary is None:
+        age = connection.execute(_PG_REPLAY_AGE).scalar()
+        if age is None:
+            raise ReplicaUnusable('standby has replayed nothing since it '
+                                  'started and is not streaming')
+        return max(0.0, float(age))
+    # How long the standby takes to replay what the primary has written
+    # now: that is its lag, whatever its link to the primary says.
+    with primary.connect() as on_primary:
+        position = on_primary.execute(_PG_PRIMARY_POSITION).scalar()
+
+    def replayed():
+        done = connection.execute(_PG_REPLAYED, {'position': position})
+        connection.rollback()  # each poll reads afresh
+        return bool(done.scalar())
+    return _caught_up_within(replayed, bound)
 
 
-def _mysql_lag(connection):
-    status = _replica_status(connection)
-    if status is not None:
-        lag = status.get('Seconds_Behind_Master',
-                         status.get('Seconds_Behind_Source'))
-        if lag is None:
-            raise ReplicaUnusable('replica is not replicating (%s)'
-                                  % (status.get('Last_SQL_Error')
-                                     or status.get('Last_IO_Error')
-                                     or 'replication stopped'))
-        return float(lag)
+def _mysql_lag(connection, primary, bound):
+    channels = _replication_channels(connection)
+    if channels:
+        behind = []
+        for channel in channels:
+            lag = channel.get('Seconds_Behind_Master',
+                              channel.get('Seconds_Behind_Source'))
+            if lag is None:
+                raise ReplicaUnusable('replica is not replicating (%s)' % (
+                    channel.get('Last_SQL_Error')
+                    or channel.get('Last_IO_Error')
+                    or 'replication stopped'))
+            behind.append(float(lag))
+        if primary is not None and _is_mariadb(connection):
+            return _mariadb_gtid_lag(connection, primary, bound)
+        # Whole seconds, rounded down: n means less than n + 1.
+        worst = max(behind)
+        return worst + 1.0 if worst else 0.0
     wsrep_on = connection.exec_driver_sql(
         "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").first()
     if wsrep_on is not None and wsrep_on[1] == 'ON':
@@ -240,14 +289,40 @@ def _mysql_lag(connection):
     return 0.0
 
 
-def _replica_status(connection):
-    """The first row of SHOW REPLICA STATUS as a dict, None if the server
-    replicates from nobody."""
-    try:
-        result = connection.exec_driver_sql('SHOW REPLICA STATUS')
-    except sa_exc.ProgrammingError:
-        # Servers before MariaDB 10.5.1 / MySQL 8.0.22 know only this.
-        connection.rollback()
-        result = connection.exec_driver_sql('SHOW SLAVE STATUS')
-    row = result.mappings().first()
-    return None if row is None else dict(row)
+def _mariadb_gtid_lag(connection, primary, bound):
+    """How long the replica takes to apply what the primary has logged
+    now (MASTER_GTID_WAIT), past ``bound`` if longer."""
+    with primary.connect() as on_primary:
+        position = on_primary.exec_driver_sql(
+            'SELECT @@GLOBAL.gtid_binlog_pos').scalar()
+    started = time.monotonic()
+    reached = connection.exec_driver_sql(
+        'SELECT MASTER_GTID_WAIT(%s, %s)', (position or '', bound)).scalar()
+    waited = time.monotonic() - started
+    if reached != 0:
+        return max(waited, bound + _POLL)
+    return waited
+
+
+# MariaDB lists every named connection with ALL; MySQL lists every channel
+# without it; the SLAVE spellings are older servers'.
+_STATUS_STATEMENTS = ('SHOW ALL REPLICAS STATUS', 'SHOW ALL SLAVES STATUS',
+                      'SHOW REPLICA STATUS', 'SHOW SLAVE STATUS')
+
+
+def _replication_channels(connection):
+    """The replication connections of the server, as dicts (none if it
+    replicates from nobody)."""
+    for statement in _STATUS_STATEMENTS:
+        try:
+            result = connection.exec_driver_sql(statement)
+        except sa_exc.ProgrammingError:
+            connection.rollback()
+            continue
+        return [dict(row) for row in result.mappings()]
+    return []
+
+
+def _is_mariadb(connection):
+    return 'mariadb' in str(connection.exec_driver_sql(
+        'SELECT VERSION()').scalar()).lower()

@@ -31,7 +31,7 @@ class Lag:
         self.hold = threading.Event()
         self.hold.set()
 
-    def __call__(self, _connection):
+    def __call__(self, _connection, _primary, _bound):
         self.calls += 1
         self.hold.wait(10)
         if isinstance(self.value, Exception):
@@ -188,3 +188,4 @@ def test_a_slow_check_does_not_overrule_a_newer_failure(engine):
 def test_a_primary_reports_no_lag(backend):
     with backend.engine.connect() as connection:
         assert replica_db.measure_lag(connection) == 0.0
+        assert replica_db.measure_lag(connection, backend.engine) == 0.0
