@@ -23,7 +23,8 @@ _METHODS = ('GET', 'HEAD')
 def wrap(pipeline, flask_app, conf, engine):
     """``pipeline`` (the API) behind the operator endpoints."""
     endpoints = {
-        health.PATH: health.HealthCheck(engine),
+        health.PATH: health.HealthCheck(
+            engine, replica=flask_app.config['PLACEMENT_DATABASE'].replica),
         openapi.PATH: openapi.Endpoint(flask_app),
     }
     if conf.metrics.enabled:

@@ -6,6 +6,11 @@ microversion, no request log line.
     503 {"status": "error", "database": "unreachable"}   the query failed
     503 {"status": "error", "database": "timeout"}       no answer in time
 
+With a read replica ([placement_database] slave_connection) the body
+also says whether reads go to it: ``"replica": "ok"``, or why not (its
+last lag check's verdict, e.g. ``"lag 3.2s exceeds 1.0s"``). The status
+follows the primary alone: without the replica, reads go to the primary.
+
 The check is ``SELECT 1`` on a pooled connection, bounded by TIMEOUT
 seconds whatever the database or the pool do. Concurrent health requests
 share the check in flight instead of queueing more behind a stuck one.
@@ -25,8 +30,9 @@ TIMEOUT = 2.0
 
 class HealthCheck:
 
-    def __init__(self, engine, timeout=TIMEOUT):
+    def __init__(self, engine, timeout=TIMEOUT, replica=None):
         self._engine = engine
+        self._replica = replica
         self._timeout = timeout
         self._lock = threading.Lock()
         self._executor = futures.ThreadPoolExecutor(
@@ -36,13 +42,20 @@ class HealthCheck:
     def __call__(self, environ, start_response):
         database = self.database_status()
         healthy = database == 'ok'
+        body = {'status': 'ok' if healthy else 'error', 'database': database}
+        if self._replica is not None:
+            body['replica'] = self.replica_status()
         response = webob.Response(
-            json_body={'status': 'ok' if healthy else 'error',
-                       'database': database},
+            json_body=body,
             status=200 if healthy else 503,
             content_type='application/json', charset=None)
         response.cache_control = 'no-store'
         return response(environ, start_response)
+
+    def replica_status(self):
+        if self._replica.usable():
+            return 'ok'
+        return self._replica.last_check.reason
 
     def database_status(self):
         with self._lock:

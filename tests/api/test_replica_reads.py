@@ -168,6 +168,30 @@ def test_an_unreachable_replica_is_never_noticed(backend, api_factory):
     assert _value(samples, 'placement_replica_usable') == 0
 
 
+def test_the_health_check_tells_whether_reads_go_to_the_replica(
+        backend, api_factory, replica_url):
+    def checked(api):
+        """The health answer once the replica's first check is in."""
+        deadline = time.monotonic() + 10
+        while True:
+            response = api.get('/healthcheck', token=None, version=None)
+            if response.json['replica'] != 'not checked yet':
+                return response
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+    response = checked(_with_replica(api_factory, replica_url))
+    assert response.status_code == 200
+    assert response.json == {'status': 'ok', 'database': 'ok',
+                             'replica': 'ok'}
+    response = checked(_with_replica(api_factory,
+                                     DEAD_DATABASES[backend.name]))
+    # The primary serves every read meanwhile: the service is healthy.
+    assert response.status_code == 200
+    assert response.json['status'] == 'ok'
+    assert response.json['replica'].startswith('check failed')
+
+
 def test_a_read_the_replica_fails_is_read_from_the_primary(
         backend, api_factory, tmp_path, caplog):
     # A server that answers the lag check but has no placement tables.
