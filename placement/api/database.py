@@ -50,20 +50,29 @@ class Database:
 
     @property
     def engine(self):
-        if not self._synced:
-            with self._lock:
-                if not self._synced:
-                    db_engine.retry_on_transient(self._sync)
-                    self._synced = True
+        self.sync()
         return self._engine
+
+    def sync(self):
+        """Write the standard classes and traits, once per process."""
+        if self._synced:
+            return
+        with self._lock:
+            if not self._synced:
+                db_engine.retry_on_transient(self._sync)
+                self._synced = True
+                if self.replica is not None:
+                    self.replica.expire()
 
     def replica_for(self, rule):
         """The replica, if the request of Flask rule ``rule`` may read from
-        it now; else None (read from ``engine``)."""
-        if (self.replica is None or rule not in self.replica_rules
-                or not self.replica.usable()):
+        it now; else None (read from ``engine``). The primary is synced
+        first: a replica of a new database lacks the standard classes and
+        traits until it has replicated them."""
+        if self.replica is None or rule not in self.replica_rules:
             return None
-        return self.replica
+        self.sync()
+        return self.replica if self.replica.usable() else None
 
     def _sync(self):
         with self._engine.begin() as connection:

@@ -140,6 +140,13 @@ class Replica:
         self._record(Check(at=self._clock(), lag=None,
                            reason='a read failed'))
 
+    def expire(self) -> None:
+        """The primary just wrote what reads will need (the standard
+        classes and traits of a new database): trust no check made before
+        now, so that the replica serves again only once it has it."""
+        self._record(Check(at=self._clock(), lag=None,
+                           reason='waiting for the primary\'s latest writes'))
+
     def check_now(self) -> Check:
         """Check the replica in this thread, and return what was found."""
         started = self._clock()
