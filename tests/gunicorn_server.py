@@ -1,7 +1,9 @@
 """Gunicorn in a child process, for any test that needs a real server.
 
-``GunicornServer`` serves one WSGI application on 127.0.0.1 and waits until
-it answers and every worker has booted; ``placement_server`` does so for
+``GunicornServer`` serves one WSGI application (on 127.0.0.1 unless told
+another address, its command behind a prefix such as ``ip netns exec NS``
+if given one) and waits until it answers and every worker has booted;
+``kill()`` SIGKILLs it with its workers. ``placement_server`` does so for
 this project's service with a ``placement.conf`` written from a dict.
 ``free_port`` and ``write_config`` help set up other servers.
 
@@ -36,17 +38,22 @@ def free_port():
 
 
 class GunicornServer:
-    """``gunicorn APP`` on 127.0.0.1:``port`` with ``workers`` processes of
-    ``threads`` threads, logging to ``log_path``.
+    """``gunicorn APP`` on ``host``:``port`` with ``workers`` processes of
+    ``threads`` threads, logging to ``log_path``; ``command_prefix`` goes
+    before the command (``ip netns exec NS``: the port is then free, or
+    not, in that namespace).
     """
 
     def __init__(self, gunicorn, app, workdir, port=None, env=None,
-                 ready_path='/', workers=1, threads=1):
+                 ready_path='/', workers=1, threads=1, host='127.0.0.1',
+                 command_prefix=()):
         self.gunicorn = gunicorn
         self.workers = workers
         self.threads = threads
         self.app = app
         self.workdir = pathlib.Path(workdir)
+        self.host = host
+        self.command_prefix = [str(part) for part in command_prefix]
         self.port = port or free_port()
         # gunicorn keeps runtime files (e.g. its control socket) there.
         self.env = dict(os.environ, XDG_RUNTIME_DIR=str(self.workdir),
@@ -57,19 +64,20 @@ class GunicornServer:
 
     @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self.port
+        return 'http://%s:%d' % (self.host, self.port)
 
     def start(self):
-        command = [str(self.gunicorn), '--bind', '127.0.0.1:%d' % self.port,
-                   '--workers', str(self.workers),
-                   '--threads', str(self.threads), '--timeout', '120',
-                   '--chdir', str(self.workdir), self.app]
+        command = self.command_prefix + [
+            str(self.gunicorn), '--bind', '%s:%d' % (self.host, self.port),
+            '--workers', str(self.workers), '--threads', str(self.threads),
+            '--timeout', '120', '--chdir', str(self.workdir), self.app]
         # The log is appended to across restarts: this start's lines follow.
         log_start = (self.log_path.stat().st_size
                      if self.log_path.exists() else 0)
         with open(self.log_path, 'ab') as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                stdin=subprocess.DEVNULL,
                 # gunicorn puts its starting directory on sys.path: not the
                 # checkout, where another venv would import our placement.
                 cwd=self.workdir, start_new_session=True)
@@ -121,6 +129,20 @@ class GunicornServer:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    def kill(self):
+        """SIGKILL the master and its workers (its process group) at once;
+        return once they are all gone."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        # The workers die too, their sockets closed as each exits (as a
+        # zombie until init reaps it).
+        deadline = time.monotonic() + 10
+        while _group_running(self.process.pid) and (
+                time.monotonic() < deadline):
+            time.sleep(0.01)
+
     @contextlib.contextmanager
     def stopped(self):
         """Stop the server for the block, then start it again."""
@@ -139,6 +161,20 @@ class GunicornServer:
 
     def __exit__(self, *exc_info):
         self.stop()
+
+
+def _group_running(pgid):
+    """Whether a process of group ``pgid`` runs (neither gone nor a
+    zombie)."""
+    for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):
+        try:
+            fields = stat.read_text().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command: state, ppid, pgrp.
+        if int(fields[2]) == pgid and fields[0] not in ('Z', 'X'):
+            return True
+    return False
 
 
 def write_config(path, sections):

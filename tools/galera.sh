@@ -32,20 +32,14 @@ PROVIDER=/usr/lib/galera/libgalera_smm.so
 CHECK_USER=haproxy_check
 START_TIMEOUT=${GALERA_START_TIMEOUT:-120}
 STOP_TIMEOUT=${GALERA_STOP_TIMEOUT:-60}
-
-usage() {
-    echo "usage: $0 start|stop|status DIR" >&2
-    exit 2
-}
-
-die() {
-    echo "galera.sh: ERROR: $*" >&2
-    exit 1
-}
-
-say() {
-    echo "galera.sh: $*" >&2
-}
+PROGRAM=galera.sh
+ENV_PREFIX=GALERA
+COMMANDS="start stop status"
+# Node 1 last: it is then the one safe to bootstrap from.
+STOP_ORDER=(haproxy node3 node2 node1)
+WAIT_INTERVAL=0.5
+# shellcheck source-path=SCRIPTDIR source=lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 # --- Ports -----------------------------------------------------------------
 
@@ -69,50 +63,6 @@ all_ports() {
         "${IST_PORT[@]}" "${SST_PORT[@]}"
 }
 
-save_ports() {
-    local n
-    {
-        echo "HAPROXY_PORT=$HAPROXY_PORT"
-        for n in "${NODES[@]}"; do
-            echo "NODE_PORT[$n]=${NODE_PORT[n]}"
-            echo "GCOMM_PORT[$n]=${GCOMM_PORT[n]}"
-            echo "IST_PORT[$n]=${IST_PORT[n]}"
-            echo "SST_PORT[$n]=${SST_PORT[n]}"
-        done
-    } > "$DIR/ports"
-}
-
-load_ports() {
-    [ -f "$DIR/ports" ] || return 1
-    # shellcheck source=/dev/null
-    . "$DIR/ports"
-}
-
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-check_ports_free() {
-    local port taken=() seen=" "
-    for port in $(all_ports); do
-        if ! [[ $port =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] \
-                || [ "$port" -gt 65535 ]; then
-            die "invalid port '$port'"
-        fi
-        case $seen in
-            *" $port "*) die "port $port is configured twice" ;;
-        esac
-        seen+="$port "
-        if port_open "$port"; then
-            taken+=("$port")
-        fi
-    done
-    if [ "${#taken[@]}" -gt 0 ]; then
-        die "port(s) ${taken[*]} on 127.0.0.1 already in use; not starting" \
-            "(set GALERA_PORT_BASE or GALERA_*_PORT to choose others)"
-    fi
-}
-
 # --- Processes -------------------------------------------------------------
 
 node_dir() { echo "$DIR/node$1"; }
@@ -121,78 +71,34 @@ node_sock() { echo "$DIR/node$1/mysqld.sock"; }
 node_pidfile() { echo "$DIR/node$1/mariadbd.pid"; }
 node_log() { echo "$DIR/node$1/mariadbd.log"; }
 
-# The pid in $1 if it is alive and its command line contains $2 (a path
-# under DIR), so a reused pid or a zombie never counts as ours.
-live_pid() {
-    local pidfile=$1 marker=$2 pid
-    [ -s "$pidfile" ] || return 1
-    pid=$(cat "$pidfile" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    [ -r "/proc/$pid/cmdline" ] || return 1
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker" \
-        || return 1
-    echo "$pid"
-}
-
 node_pid() {
     live_pid "$(node_pidfile "$1")" "--defaults-file=$(node_cnf "$1")"
 }
 haproxy_pid() { live_pid "$DIR/haproxy.pid" "$DIR/haproxy.cfg"; }
 
-# Runs "$@" in a session of its own (so a terminal's or CI's signals do not
-# reach it and stop can find its helpers, e.g. the rsync SST daemon), with
-# output appended to $2, its pid (that of the exec'd program) in $1.
-launch() {
-    local pidfile=$1 log=$2
-    shift 2
-    local program=$1
-    rm -f "$pidfile"
-    # shellcheck disable=SC2016  # $$ and $@ belong to the inner shell
-    setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidfile" "$@" \
-        >> "$log" 2>&1 < /dev/null &
-    for _ in $(seq 50); do
-        [ -s "$pidfile" ] && return 0
-        sleep 0.1
-    done
-    die "could not launch $program (no pid file after 5 s)"
+# Servers are named node1, node2, node3 and haproxy.
+server_pidfile() {
+    case $1 in
+        haproxy) echo "$DIR/haproxy.pid" ;;
+        *) node_pidfile "${1#node}" ;;
+    esac
 }
 
-# Sends SIGTERM to pid $1 (a session leader) and waits up to $STOP_TIMEOUT
-# seconds, then SIGKILL; then ends what is left of its session.
-stop_pid() {
-    local pid=$1 what=$2 deadline=$((SECONDS + STOP_TIMEOUT))
-    kill -TERM "$pid" 2>/dev/null || true
-    while process_alive "$pid"; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            say "$what (pid $pid) did not stop in ${STOP_TIMEOUT}s; killing it"
-            kill -KILL "$pid" 2>/dev/null || true
-            sleep 1
-            break
-        fi
-        sleep 0.2
-    done
-    # Helpers it left behind (SST scripts, rsync) share its session id.
-    local left=() other
-    for other in $(pgrep -s "$pid" 2>/dev/null || true); do
-        if process_alive "$other"; then left+=("$other"); fi
-    done
-    if [ "${#left[@]}" -gt 0 ]; then
-        say "ending what $what left running: ${left[*]}"
-        kill -KILL "${left[@]}" 2>/dev/null || true
+server_pid() {
+    case $1 in
+        haproxy) haproxy_pid ;;
+        *) node_pid "${1#node}" ;;
+    esac
+}
+
+stop_server() {
+    local name=$1 pid
+    if pid=$(server_pid "$name"); then
+        say "stopping $name (pid $pid)"
+        stop_pid "$pid" "$name"
     fi
-    # Its parent (init, once `start` has exited) reaps it: wait a little so
-    # that no <defunct> entry is left behind either.
-    deadline=$((SECONDS + 5))
-    while [ -e "/proc/$pid" ] && [ "$SECONDS" -lt "$deadline" ]; do
-        sleep 0.1
-    done
-}
-
-process_alive() {
-    local state
-    [ -r "/proc/$1/stat" ] || return 1
-    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+    rm -f "$(server_pidfile "$name")"
+    [ -n "$pid" ]
 }
 
 # --- MariaDB ---------------------------------------------------------------
@@ -200,8 +106,7 @@ process_alive() {
 sql() {
     local n=$1
     shift
-    mariadb --no-defaults --protocol=socket --socket="$(node_sock "$n")" \
-        --user=root --connect-timeout=3 --batch --skip-column-names "$@"
+    mariadb_sql "$(node_sock "$n")" "$@"
 }
 
 # "size state ready status" of node $1, or nothing when it does not answer.
@@ -233,37 +138,15 @@ write_node_cnf() {
     options+=";ist.recv_addr=127.0.0.1:${IST_PORT[n]};gcache.size=32M"
     options+=";evs.suspect_timeout=PT10S;evs.inactive_timeout=PT30S"
     options+=";evs.install_timeout=PT30S"
-    cat > "$(node_cnf "$n")" <<EOF
-# Written by tools/galera.sh: node $n of the test cluster in $DIR.
-[client-server]
-socket = $dir/mysqld.sock
-port = ${NODE_PORT[n]}
+    {
+        echo "# Written by tools/galera.sh: node $n of the test cluster" \
+            "in $DIR."
+        mariadb_base_cnf "$dir" "${NODE_PORT[n]}"
+        cat <<EOF
 
-[mariadbd]
-user = root
-basedir = /usr
-datadir = $dir/data
-tmpdir = $dir/tmp
-pid-file = $dir/mariadbd.pid
-log-error = $dir/mariadbd.log
-bind-address = 127.0.0.1
-skip-name-resolve
-# As the system server (/etc/mysql/my.cnf), which tests compare against.
-character-set-server = utf8mb4
-collation-server = utf8mb4_general_ci
-max_connect_errors = 1000000
-performance_schema = OFF
-
-# Galera needs these.
+# Galera needs these (and InnoDB, above).
 binlog_format = ROW
-default_storage_engine = InnoDB
 innodb_autoinc_lock_mode = 2
-# Small and fast on a small shared test machine; durability does not matter.
-innodb_flush_log_at_trx_commit = 2
-innodb_buffer_pool_size = 64M
-innodb_log_file_size = 16M
-# No kernel AIO contexts: several servers share the machine's limit.
-innodb_use_native_aio = 0
 
 wsrep_on = ON
 wsrep_provider = $PROVIDER
@@ -276,6 +159,7 @@ wsrep_sst_method = rsync
 wsrep_sst_receive_address = 127.0.0.1:${SST_PORT[n]}
 wsrep_provider_options = "$options"
 EOF
+    } > "$(node_cnf "$n")"
 }
 
 write_haproxy_cfg() {
@@ -312,13 +196,8 @@ EOF
 }
 
 print_logs() {
-    local file
-    for file in "$DIR"/node1/install.log "$DIR"/node*/mariadbd.log \
-            "$DIR"/haproxy.log; do
-        [ -s "$file" ] || continue
-        echo "==> $file (last 40 lines) <==" >&2
-        tail -n 40 "$file" >&2
-    done
+    print_log_tails "$DIR"/node1/install.log "$DIR"/node*/mariadbd.log \
+        "$DIR"/haproxy.log
 }
 
 # --- Commands --------------------------------------------------------------
@@ -339,29 +218,6 @@ haproxy_answers() {
         >/dev/null 2>&1
 }
 
-# Waits for "$@" (a command) until the start deadline; $1 describes it.
-wait_for() {
-    local what=$1
-    shift
-    until "$@"; do
-        if [ "$SECONDS" -ge "$DEADLINE" ]; then
-            die "timed out after ${START_TIMEOUT}s waiting for $what"
-        fi
-        check_launched_alive
-        sleep 0.5
-    done
-}
-
-check_launched_alive() {
-    local n
-    for n in "${LAUNCHED_NODES[@]}"; do
-        node_pid "$n" >/dev/null || die "node $n (mariadbd) exited"
-    done
-    if [ -n "$LAUNCHED_HAPROXY" ] && ! haproxy_pid >/dev/null; then
-        die "haproxy exited"
-    fi
-}
-
 all_synced() {
     local n
     for n in "${NODES[@]}"; do
@@ -370,26 +226,11 @@ all_synced() {
 }
 
 running_count() {
-    local n count=0
-    for n in "${NODES[@]}"; do
-        if node_pid "$n" >/dev/null; then count=$((count + 1)); fi
+    local name count=0
+    for name in "${STOP_ORDER[@]}"; do
+        if server_pid "$name" >/dev/null; then count=$((count + 1)); fi
     done
-    if haproxy_pid >/dev/null; then count=$((count + 1)); fi
     echo "$count"
-}
-
-start_failed() {
-    local status=$?
-    [ -n "$STARTED" ] && return 0
-    if [ "${#LAUNCHED_NODES[@]}" -gt 0 ] || [ -n "$LAUNCHED_HAPROXY" ]; then
-        print_logs
-        say "start failed; stopping what it started"
-        # A joiner amid its state transfer ignores SIGTERM: do not wait the
-        # whole STOP_TIMEOUT for it.
-        STOP_TIMEOUT=${GALERA_STOP_TIMEOUT:-15}
-        stop_all || true
-    fi
-    exit "$status"
 }
 
 cmd_start() {
@@ -398,9 +239,9 @@ cmd_start() {
     if [ "$running" -eq 4 ]; then
         load_ports || die "$DIR/ports is missing but the cluster runs"
         say "already running in $DIR"
-        DEADLINE=$((SECONDS + START_TIMEOUT))
-        LAUNCHED_NODES=() LAUNCHED_HAPROXY=''
+        begin_start
         wait_for "the running cluster to be Synced" all_synced
+        end_start
         urls | tee "$DIR/env"
         return 0
     elif [ "$running" -gt 0 ]; then
@@ -414,13 +255,15 @@ cmd_start() {
         [ -e "$tool" ] || die "$tool is missing: run tools/integration-deps.sh"
     done
     [ "$(id -u)" -eq 0 ] || die "must run as root (mariadbd gets user=root)"
-    # A unix socket path must fit in sun_path (108 bytes).
-    [ "${#DIR}" -le 80 ] || die "DIR is too long for the nodes' sockets: $DIR"
+    check_socket_dir
 
     choose_ports
-    check_ports_free
+    # shellcheck disable=SC2046  # one port per word
+    check_ports_valid $(all_ports)
+    # shellcheck disable=SC2046
+    check_ports_free $(all_ports)
     rm -f "$DIR/env"
-    save_ports
+    save_ports HAPROXY_PORT NODE_PORT GCOMM_PORT IST_PORT SST_PORT
     for n in "${NODES[@]}"; do
         mkdir -p "$(node_dir "$n")/data" "$(node_dir "$n")/tmp"
         write_node_cnf "$n"
@@ -428,11 +271,7 @@ cmd_start() {
     write_haproxy_cfg
     "$HAPROXY" -c -q -f "$DIR/haproxy.cfg" || die "bad $DIR/haproxy.cfg"
 
-    STARTED='' LAUNCHED_NODES=() LAUNCHED_HAPROXY=''
-    trap start_failed EXIT
-    trap 'exit 130' INT TERM
-    DEADLINE=$((SECONDS + START_TIMEOUT))
-    local began=$SECONDS
+    begin_start
 
     # Node 1: a fresh data directory, or the one a clean stop left (node 1
     # stops last, so it may bootstrap). Nodes 2 and 3 get theirs by SST/IST.
@@ -441,11 +280,9 @@ cmd_start() {
     grastate="$data1/grastate.dat"
     if [ ! -d "$data1/mysql" ]; then
         say "initializing node 1's data directory"
-        mariadb-install-db --defaults-file="$(node_cnf 1)" --user=root \
-            --auth-root-authentication-method=normal --skip-test-db \
-            > "$(node_dir 1)/install.log" 2>&1 \
-            || { tail -n 40 "$(node_dir 1)/install.log" >&2;
-                 die "mariadb-install-db failed"; }
+        run_logged "$(node_dir 1)/install.log" mariadb-install-db \
+            mariadb-install-db --defaults-file="$(node_cnf 1)" --user=root \
+            --auth-root-authentication-method=normal --skip-test-db
     elif [ -f "$grastate" ] \
             && grep -q '^safe_to_bootstrap: *0' "$grastate"; then
         die "node 1 did not stop last or cleanly ($grastate says it is not" \
@@ -453,8 +290,8 @@ cmd_start() {
     fi
 
     say "bootstrapping node 1 (port ${NODE_PORT[1]})"
-    LAUNCHED_NODES+=(1)
-    launch "$(node_pidfile 1)" "$(node_log 1)" \
+    LAUNCHED+=(node1)
+    launch "node 1" "$(node_pidfile 1)" "$(node_log 1)" \
         "$MARIADBD" --defaults-file="$(node_cnf 1)" --wsrep-new-cluster
     wait_for "node 1 to be Synced" node_synced 1 1
     # TCP logins from 127.0.0.1 (skip-name-resolve: 'localhost' does not
@@ -465,12 +302,12 @@ cmd_start() {
 
     for n in "${NODES[@]:1}"; do
         say "starting node $n (port ${NODE_PORT[n]})"
-        LAUNCHED_NODES+=("$n")
+        LAUNCHED+=("node$n")
         # The joiner's rsync daemon (wsrep_sst_rsync), started by root,
         # runs as user nobody: it must be able to write the data directory
         # (mariadbd, as root, reads whatever it wrote).
         chown -R nobody: "$(node_dir "$n")/data"
-        launch "$(node_pidfile "$n")" "$(node_log "$n")" \
+        launch "node $n" "$(node_pidfile "$n")" "$(node_log "$n")" \
             "$MARIADBD" --defaults-file="$(node_cnf "$n")"
         # One joiner at a time: node 1 serves one state transfer at once.
         wait_for "node $n to join and be Synced" node_synced "$n" "$n"
@@ -478,35 +315,14 @@ cmd_start() {
     wait_for "all three nodes to be Synced" all_synced
 
     say "starting haproxy (port $HAPROXY_PORT)"
-    LAUNCHED_HAPROXY=yes
-    launch "$DIR/haproxy.pid" "$DIR/haproxy.log" \
+    LAUNCHED+=(haproxy)
+    launch haproxy "$DIR/haproxy.pid" "$DIR/haproxy.log" \
         "$HAPROXY" -db -f "$DIR/haproxy.cfg"
     wait_for "haproxy to pass a query to the cluster" haproxy_answers
 
-    STARTED=yes
-    trap - EXIT INT TERM
-    say "cluster ready in $((SECONDS - began))s"
+    end_start
+    say "cluster ready in $((SECONDS - BEGAN))s"
     urls | tee "$DIR/env"
-}
-
-stop_all() {
-    local pid n stopped=0
-    if pid=$(haproxy_pid); then
-        stop_pid "$pid" haproxy
-        stopped=$((stopped + 1))
-    fi
-    rm -f "$DIR/haproxy.pid"
-    # Node 1 last: it is then the one safe to bootstrap from.
-    for n in 3 2 1; do
-        if pid=$(node_pid "$n"); then
-            say "stopping node $n (pid $pid)"
-            stop_pid "$pid" "node $n"
-            stopped=$((stopped + 1))
-        fi
-        rm -f "$(node_pidfile "$n")"
-    done
-    rm -f "$DIR/env"
-    [ "$stopped" -gt 0 ] || say "nothing was running in $DIR"
 }
 
 cmd_stop() {
@@ -548,14 +364,7 @@ cmd_status() {
     [ -n "$ok" ]
 }
 
-[ "$#" -eq 2 ] || usage
-COMMAND=$1
-case $COMMAND in
-    start) mkdir -p "$2" ;;
-    stop|status) [ -d "$2" ] || die "no such directory: $2" ;;
-    *) usage ;;
-esac
-DIR=$(cd "$2" && pwd)
+parse_command_line "$@"
 declare -a NODE_PORT GCOMM_PORT IST_PORT SST_PORT
 HAPROXY_PORT=
 "cmd_$COMMAND"

@@ -44,86 +44,13 @@ MARIADBD=/usr/sbin/mariadbd
 REPL_USER=repl
 START_TIMEOUT=${MARIADB_REPLICA_START_TIMEOUT:-60}
 STOP_TIMEOUT=${MARIADB_REPLICA_STOP_TIMEOUT:-30}
-
-usage() {
-    echo "usage: $0 start|stop|status|start-replica|stop-replica DIR" >&2
-    exit 2
-}
-
-die() {
-    echo "mariadb-replica.sh: ERROR: $*" >&2
-    exit 1
-}
-
-say() {
-    echo "mariadb-replica.sh: $*" >&2
-}
-
-# --- Ports -----------------------------------------------------------------
-
-choose_ports() {
-    local base=${MARIADB_REPLICA_PORT_BASE:-14440}
-    PORT[primary]=${MARIADB_REPLICA_PRIMARY_PORT:-$((base + 1))}
-    PORT[replica]=${MARIADB_REPLICA_REPLICA_PORT:-$((base + 2))}
-}
-
-save_ports() {
-    {
-        echo "PORT[primary]=${PORT[primary]}"
-        echo "PORT[replica]=${PORT[replica]}"
-    } > "$DIR/ports"
-}
-
-load_ports() {
-    [ -f "$DIR/ports" ] || return 1
-    # shellcheck source=/dev/null
-    . "$DIR/ports"
-}
-
-# Ports of an existing DIR; a different choice in the environment is an
-# error, not something to ignore silently.
-use_saved_ports() {
-    local server var
-    load_ports || die "$DIR/ports is missing; remove $DIR to start afresh"
-    for server in "${SERVERS[@]}"; do
-        var=MARIADB_REPLICA_${server^^}_PORT
-        if [ -n "${!var:-}" ] && [ "${!var}" != "${PORT[$server]}" ]; then
-            die "$DIR was set up with the $server on port ${PORT[$server]}," \
-                "not $var=${!var}; remove $DIR to choose other ports"
-        fi
-    done
-}
-
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-check_ports_valid() {
-    local port
-    for port in "${PORT[@]}"; do
-        if ! [[ $port =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] \
-                || [ "$port" -gt 65535 ]; then
-            die "invalid port '$port'"
-        fi
-    done
-    [ "${PORT[primary]}" != "${PORT[replica]}" ] \
-        || die "port ${PORT[primary]} is configured twice"
-}
-
-# Refuses to go on if a port of the servers in "$@" is taken.
-check_ports_free() {
-    local server taken=()
-    for server in "$@"; do
-        if port_open "${PORT[$server]}"; then
-            taken+=("${PORT[$server]}")
-        fi
-    done
-    if [ "${#taken[@]}" -gt 0 ]; then
-        die "port(s) ${taken[*]} on 127.0.0.1 already in use; not starting" \
-            "(set MARIADB_REPLICA_PORT_BASE or MARIADB_REPLICA_*_PORT to" \
-            "choose others)"
-    fi
-}
+PROGRAM=mariadb-replica.sh
+ENV_PREFIX=MARIADB_REPLICA
+COMMANDS="start stop status start-replica stop-replica"
+STOP_ORDER=(replica primary)
+WAIT_INTERVAL=0.1
+# shellcheck source-path=SCRIPTDIR source=lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 # --- Processes -------------------------------------------------------------
 
@@ -133,77 +60,29 @@ server_sock() { echo "$DIR/$1/mysqld.sock"; }
 server_pidfile() { echo "$DIR/$1/mariadbd.pid"; }
 server_log() { echo "$DIR/$1/mariadbd.log"; }
 
-process_alive() {
-    local state
-    [ -r "/proc/$1/stat" ] || return 1
-    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
-
-# The pid in $1 if it is alive and its command line contains $2 (a path
-# under DIR), so a reused pid or a zombie never counts as ours.
-live_pid() {
-    local pidfile=$1 marker=$2 pid
-    [ -s "$pidfile" ] || return 1
-    pid=$(head -n 1 "$pidfile" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    process_alive "$pid" || return 1
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker" \
-        || return 1
-    echo "$pid"
-}
-
 server_pid() {
     live_pid "$(server_pidfile "$1")" "--defaults-file=$(server_cnf "$1")"
 }
 
-# Starts server $1's mariadbd in a session of its own (so a terminal's or
-# CI's signals do not reach it), output appended to its log; returns once
-# its pid file names it.
-launch() {
-    local server=$1 pidfile
-    pidfile=$(server_pidfile "$server")
-    rm -f "$pidfile"
+# Starts server $1's mariadbd (launch); returns once its pid file names it.
+start_server() {
+    local server=$1
     say "starting the $server (port ${PORT[$server]})"
     LAUNCHED+=("$server")
-    # shellcheck disable=SC2016  # $$ and $@ belong to the inner shell
-    setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidfile" \
-        "$MARIADBD" --defaults-file="$(server_cnf "$server")" \
-        >> "$(server_log "$server")" 2>&1 < /dev/null &
-    for _ in $(seq 50); do
-        [ -s "$pidfile" ] && return 0
-        sleep 0.1
-    done
-    die "could not launch the $server (no pid file after 5 s)"
+    launch "the $server" "$(server_pidfile "$server")" \
+        "$(server_log "$server")" \
+        "$MARIADBD" --defaults-file="$(server_cnf "$server")"
 }
 
 # SIGTERM (a clean shutdown: sessions are ended, the replica's threads
 # stopped and its position saved), SIGKILL after $STOP_TIMEOUT seconds.
 # Returns 1 if server $1 was not running.
 stop_server() {
-    local server=$1 pid deadline
+    local server=$1 pid
     pid=$(server_pid "$server") || return 1
     say "stopping the $server (pid $pid)"
-    deadline=$((SECONDS + STOP_TIMEOUT))
-    kill -TERM "$pid" 2>/dev/null || true
-    while process_alive "$pid"; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            say "the $server (pid $pid) did not stop in ${STOP_TIMEOUT}s;" \
-                "killing it"
-            kill -KILL "$pid" 2>/dev/null || true
-            sleep 1
-            break
-        fi
-        sleep 0.1
-    done
-    # Its parent (init, once `start` has exited) reaps it: wait a little so
-    # that no <defunct> entry is left behind either.
-    deadline=$((SECONDS + 5))
-    while [ -e "/proc/$pid" ] && [ "$SECONDS" -lt "$deadline" ]; do
-        sleep 0.1
-    done
+    stop_pid "$pid" "the $server"
     rm -f "$(server_pidfile "$server")"
-    return 0
 }
 
 # --- MariaDB ---------------------------------------------------------------
@@ -211,8 +90,7 @@ stop_server() {
 sql() {
     local server=$1
     shift
-    mariadb --no-defaults --protocol=socket \
-        --socket="$(server_sock "$server")" --user=root --connect-timeout=3 --batch --skip-column-names "$@"
+    mariadb_sql "$(server_sock "$server")" "$@"
 }
 
 answers() {
@@ -263,35 +141,13 @@ sync_binlog = 0"
 relay-log = $dir/relay/relay-bin
 slave_net_timeout = 10"
     fi
-    cat > "$(server_cnf "$server")" <<EOF
-# Written by tools/mariadb-replica.sh: the $server of the test pair in $DIR.
-[client-server]
-socket = $dir/mysqld.sock
-port = ${PORT[$server]}
+    {
+        echo "# Written by tools/mariadb-replica.sh: the $server of the test" \
+            "pair in $DIR."
+        mariadb_base_cnf "$dir" "${PORT[$server]}"
+        cat <<EOF
 
-[mariadbd]
-user = root
-basedir = /usr
-datadir = $dir/data
-tmpdir = $dir/tmp
-pid-file = $dir/mariadbd.pid
-log-error = $dir/mariadbd.log
-bind-address = 127.0.0.1
-skip-name-resolve
-# As the system server (/etc/mysql/my.cnf), which tests compare against.
-character-set-server = utf8mb4
-collation-server = utf8mb4_general_ci
-max_connect_errors = 1000000
 max_connections = 300
-performance_schema = OFF
-default_storage_engine = InnoDB
-# Small and fast on a small shared test machine; durability does not matter.
-innodb_flush_log_at_trx_commit = 2
-innodb_buffer_pool_size = 64M
-innodb_log_file_size = 16M
-# No kernel AIO contexts: several servers share the machine's limit.
-innodb_use_native_aio = 0
-
 server_id = $id
 gtid_strict_mode = ON
 # Rows read per table (information_schema.TABLE_STATISTICS): the tests tell
@@ -299,6 +155,7 @@ gtid_strict_mode = ON
 userstat = ON
 $extra
 EOF
+    } > "$(server_cnf "$server")"
 }
 
 make_dirs() {
@@ -323,10 +180,9 @@ init_data() {
         "$(server_dir replica)/relay"
     mkdir -p "$primary_data" "$(server_dir primary)/binlog" \
         "$(server_dir replica)/relay"
-    mariadb-install-db --defaults-file="$(server_cnf primary)" --user=root \
-        --auth-root-authentication-method=normal --skip-test-db \
-        > "$log" 2>&1 \
-        || { tail -n 40 "$log" >&2; die "mariadb-install-db failed"; }
+    run_logged "$log" mariadb-install-db \
+        mariadb-install-db --defaults-file="$(server_cnf primary)" \
+        --user=root --auth-root-authentication-method=normal --skip-test-db
     cp -a "$primary_data" "$replica_data"
 }
 
@@ -354,13 +210,8 @@ configure_replica() {
 }
 
 print_logs() {
-    local file
-    for file in "$DIR"/install.log "$DIR"/primary/mariadbd.log \
-            "$DIR"/replica/mariadbd.log; do
-        [ -s "$file" ] || continue
-        echo "==> $file (last 40 lines) <==" >&2
-        tail -n 40 "$file" >&2
-    done
+    print_log_tails "$DIR"/install.log "$DIR"/primary/mariadbd.log \
+        "$DIR"/replica/mariadbd.log
     if answers replica 2>/dev/null; then
         echo "==> SHOW REPLICA STATUS <==" >&2
         sql replica --column-names -e 'SHOW REPLICA STATUS\G' >&2 \
@@ -377,63 +228,13 @@ urls() {
     echo "PLACEMENT_TEST_MARIADB_REPLICA_DIR=$DIR"
 }
 
-# Waits for "$@" (a command) until the start deadline; $1 describes it.
-wait_for() {
-    local what=$1
-    shift
-    until "$@"; do
-        if [ "$SECONDS" -ge "$DEADLINE" ]; then
-            die "timed out after ${START_TIMEOUT}s waiting for $what"
-        fi
-        check_launched_alive
-        sleep 0.1
-    done
-}
-
-check_launched_alive() {
-    local server
-    for server in "${LAUNCHED[@]}"; do
-        server_pid "$server" >/dev/null || die "the $server exited"
-    done
-}
-
-start_failed() {
-    local status=$? server
-    [ -n "$STARTED" ] && return 0
-    if [ "${#LAUNCHED[@]}" -gt 0 ]; then
-        print_logs
-        say "start failed; stopping what it started"
-        STOP_TIMEOUT=${MARIADB_REPLICA_STOP_TIMEOUT:-15}
-        for server in replica primary; do
-            case " ${LAUNCHED[*]} " in
-                *" $server "*) stop_server "$server" || true ;;
-            esac
-        done
-    fi
-    exit "$status"
-}
-
-begin_start() {
-    STARTED='' LAUNCHED=()
-    trap start_failed EXIT
-    trap 'exit 130' INT TERM
-    DEADLINE=$((SECONDS + START_TIMEOUT))
-    BEGAN=$SECONDS
-}
-
-end_start() {
-    STARTED=yes
-    trap - EXIT INT TERM
-}
-
 check_tools() {
     local tool
     for tool in "$MARIADBD" /usr/bin/mariadb /usr/bin/mariadb-install-db; do
         [ -x "$tool" ] || die "$tool is missing: run tools/integration-deps.sh"
     done
     [ "$(id -u)" -eq 0 ] || die "must run as root (mariadbd gets user=root)"
-    # A unix socket path must fit in sun_path (108 bytes).
-    [ "${#DIR}" -le 80 ] || die "DIR is too long for the sockets: $DIR"
+    check_socket_dir
 }
 
 wait_replicating() {
@@ -451,22 +252,25 @@ cmd_start() {
         if [ -n "$primary_pid" ] || [ -n "$replica_pid" ]; then
             die "a server runs in $DIR without its data; run: $0 stop $DIR"
         fi
-        choose_ports
+        choose_server_ports 14440
         fresh=yes
     fi
-    check_ports_valid
+    check_ports_valid "${PORT[@]}"
     rm -f "$DIR/env"
 
     begin_start
     if [ -n "$primary_pid" ] && [ -n "$replica_pid" ]; then
         say "already running in $DIR"
     else
-        local to_start=()
+        local to_start=() ports=() server
         [ -n "$primary_pid" ] || to_start+=(primary)
         [ -n "$replica_pid" ] || to_start+=(replica)
-        check_ports_free "${to_start[@]}"
+        for server in "${to_start[@]}"; do
+            ports+=("${PORT[$server]}")
+        done
+        check_ports_free "${ports[@]}"
         make_dirs
-        save_ports
+        save_ports PORT
         write_cnf primary
         write_cnf replica
         if [ -n "$fresh" ]; then
@@ -474,9 +278,8 @@ cmd_start() {
         fi
         # Both at once: the replica's IO thread retries every second until
         # the primary answers.
-        local server
         for server in "${to_start[@]}"; do
-            launch "$server"
+            start_server "$server"
         done
     fi
     wait_for "the primary to accept connections" answers primary
@@ -503,9 +306,9 @@ cmd_start_replica() {
     if server_pid replica >/dev/null; then
         say "the replica is already running"
     else
-        check_ports_free replica
+        check_ports_free "${PORT[replica]}"
         write_cnf replica
-        launch replica
+        start_server replica
     fi
     wait_for "the replica to accept connections" answers replica
     replica_configured || die "the replica in $DIR has no primary" \
@@ -521,18 +324,11 @@ cmd_stop_replica() {
 }
 
 cmd_stop() {
-    local stopped=0 server
     if ! load_ports; then
         say "nothing was running in $DIR"
         return 0
     fi
-    for server in replica primary; do
-        if stop_server "$server"; then
-            stopped=$((stopped + 1))
-        fi
-    done
-    rm -f "$DIR/env"
-    [ "$stopped" -gt 0 ] || say "nothing was running in $DIR"
+    stop_all
 }
 
 cmd_status() {
@@ -575,15 +371,6 @@ cmd_status() {
     [ -n "$ok" ]
 }
 
-[ "$#" -eq 2 ] || usage
-COMMAND=$1
-case $COMMAND in
-    start) mkdir -p "$2" ;;
-    stop|status|start-replica|stop-replica)
-        [ -d "$2" ] || die "no such directory: $2" ;;
-    *) usage ;;
-esac
-DIR=$(cd "$2" && pwd)
+parse_command_line "$@"
 declare -A PORT=()
-STARTED='' LAUNCHED=() DEADLINE=0 BEGAN=0
 "cmd_${COMMAND//-/_}"

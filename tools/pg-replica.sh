@@ -40,23 +40,16 @@ SLOT=pgr_standby
 PG_USER=postgres
 START_TIMEOUT=${PG_REPLICA_START_TIMEOUT:-60}
 STOP_TIMEOUT=${PG_REPLICA_STOP_TIMEOUT:-30}
+PROGRAM=pg-replica.sh
+ENV_PREFIX=PG_REPLICA
+COMMANDS="start stop status start-standby stop-standby"
+STOP_ORDER=(standby primary)
+WAIT_INTERVAL=0.2
 # Nothing from the caller's libpq environment may redirect our clients.
 unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE \
     PGSERVICE PGSERVICEFILE PGOPTIONS PGDATA PGSSLMODE PGTARGETSESSIONATTRS
-
-usage() {
-    echo "usage: $0 start|stop|status|start-standby|stop-standby DIR" >&2
-    exit 2
-}
-
-die() {
-    echo "pg-replica.sh: ERROR: $*" >&2
-    exit 1
-}
-
-say() {
-    echo "pg-replica.sh: $*" >&2
-}
+# shellcheck source-path=SCRIPTDIR source=lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 # The newest version's bin directory, or nothing.
 find_bin() {
@@ -65,71 +58,6 @@ find_bin() {
         -path '*/bin/postgres' -printf '%h\n' 2>/dev/null | sort -V \
         | tail -n 1)
     echo "$dir"
-}
-
-# --- Ports -----------------------------------------------------------------
-
-choose_ports() {
-    local base=${PG_REPLICA_PORT_BASE:-14400}
-    PORT[primary]=${PG_REPLICA_PRIMARY_PORT:-$((base + 1))}
-    PORT[standby]=${PG_REPLICA_STANDBY_PORT:-$((base + 2))}
-}
-
-save_ports() {
-    {
-        echo "PORT[primary]=${PORT[primary]}"
-        echo "PORT[standby]=${PORT[standby]}"
-    } > "$DIR/ports"
-}
-
-load_ports() {
-    [ -f "$DIR/ports" ] || return 1
-    # shellcheck source=/dev/null
-    . "$DIR/ports"
-}
-
-# Ports of an existing DIR; a different choice in the environment is an
-# error, not something to ignore silently.
-use_saved_ports() {
-    local server var
-    load_ports || die "$DIR/ports is missing; remove $DIR to start afresh"
-    for server in "${SERVERS[@]}"; do
-        var=PG_REPLICA_${server^^}_PORT
-        if [ -n "${!var:-}" ] && [ "${!var}" != "${PORT[$server]}" ]; then
-            die "$DIR was set up with the $server on port ${PORT[$server]}," \
-                "not $var=${!var}; remove $DIR to choose other ports"
-        fi
-    done
-}
-
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-check_ports_valid() {
-    local port
-    for port in "${PORT[@]}"; do
-        if ! [[ $port =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] \
-                || [ "$port" -gt 65535 ]; then
-            die "invalid port '$port'"
-        fi
-    done
-    [ "${PORT[primary]}" != "${PORT[standby]}" ] \
-        || die "port ${PORT[primary]} is configured twice"
-}
-
-# Refuses to go on if a port of the servers in "$@" is taken.
-check_ports_free() {
-    local server taken=()
-    for server in "$@"; do
-        if port_open "${PORT[$server]}"; then
-            taken+=("${PORT[$server]}")
-        fi
-    done
-    if [ "${#taken[@]}" -gt 0 ]; then
-        die "port(s) ${taken[*]} on 127.0.0.1 already in use; not starting" \
-            "(set PG_REPLICA_PORT_BASE or PG_REPLICA_*_PORT to choose others)"
-    fi
 }
 
 # --- Processes -------------------------------------------------------------
@@ -143,30 +71,10 @@ as_postgres() {
     (cd / && runuser -u "$PG_USER" -- "$@")
 }
 
-# The pid in $1 if it is alive and its command line contains $2 (a path
-# under DIR), so a reused pid or a zombie never counts as ours.
-live_pid() {
-    local pidfile=$1 marker=$2 pid
-    [ -s "$pidfile" ] || return 1
-    pid=$(head -n 1 "$pidfile" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    process_alive "$pid" || return 1
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker" \
-        || return 1
-    echo "$pid"
-}
-
 # The postmaster of server $1 (its pid file's first line, started by pg_ctl
 # as "postgres -D DATADIR").
 server_pid() {
     live_pid "$(data_dir "$1")/postmaster.pid" "/postgres -D $(data_dir "$1") "
-}
-
-process_alive() {
-    local state
-    [ -r "/proc/$1/stat" ] || return 1
-    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
-    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
 # Lock files a crashed postmaster left; only called when server_pid says
@@ -190,6 +98,7 @@ start_server() {
 }
 
 # Fast shutdown (sessions are ended), then immediate, then SIGKILL.
+# Returns 1 if the server was not running.
 stop_server() {
     local server=$1 pid data
     data=$(data_dir "$server")
@@ -316,48 +225,44 @@ make_dirs() {
     done
 }
 
-init_primary() {
-    local data log=$DIR/log/initdb.log
-    data=$(data_dir primary)
-    say "initializing the primary's data directory"
+# An empty data directory for server $1, the postgres user's alone.
+make_data_dir() {
+    local data
+    data=$(data_dir "$1")
     mkdir -p "$data"
     chown "$PG_USER": "$data"
     chmod 0700 "$data"
-    as_postgres "$PG_BIN/initdb" -D "$data" -U "$PG_USER" --auth=trust \
-        -E UTF8 --locale=C.UTF-8 --no-sync --no-instructions > "$log" 2>&1 \
-        || { tail -n 40 "$log" >&2; die "initdb failed"; }
+}
+
+init_primary() {
+    say "initializing the primary's data directory"
+    make_data_dir primary
+    run_logged "$DIR/log/initdb.log" initdb \
+        as_postgres "$PG_BIN/initdb" -D "$(data_dir primary)" -U "$PG_USER" \
+        --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync --no-instructions
     write_hba
     write_common_conf
 }
 
 clone_standby() {
-    local data log=$DIR/log/basebackup.log
-    data=$(data_dir standby)
     say "cloning the standby from the primary"
-    rm -rf "$data"
-    mkdir -p "$data"
-    chown "$PG_USER": "$data"
-    chmod 0700 "$data"
+    rm -rf "$(data_dir standby)"
+    make_data_dir standby
     # A slot left by a standby whose data directory was removed.
     sql primary "SELECT pg_drop_replication_slot(slot_name)
         FROM pg_replication_slots WHERE slot_name = '$SLOT'" >/dev/null \
         || true
     # -R: standby.signal and primary_conninfo; -C -S: a physical slot, so
     # WAL the standby misses while it is stopped is kept for it.
-    as_postgres "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "${PORT[primary]}" \
-        -U "$PG_USER" -D "$data" -R -C -S "$SLOT" -X stream -c fast \
-        --no-sync > "$log" 2>&1 \
-        || { tail -n 40 "$log" >&2; die "pg_basebackup failed"; }
+    run_logged "$DIR/log/basebackup.log" pg_basebackup \
+        as_postgres "$PG_BIN/pg_basebackup" -h 127.0.0.1 \
+        -p "${PORT[primary]}" -U "$PG_USER" -D "$(data_dir standby)" -R -C \
+        -S "$SLOT" -X stream -c fast --no-sync
 }
 
 print_logs() {
-    local file
-    for file in "$DIR"/log/initdb.log "$DIR"/log/basebackup.log \
-            "$DIR"/log/primary.log "$DIR"/log/standby.log; do
-        [ -s "$file" ] || continue
-        echo "==> $file (last 40 lines) <==" >&2
-        tail -n 40 "$file" >&2
-    done
+    print_log_tails "$DIR"/log/initdb.log "$DIR"/log/basebackup.log \
+        "$DIR"/log/primary.log "$DIR"/log/standby.log
 }
 
 # --- Commands --------------------------------------------------------------
@@ -369,55 +274,6 @@ urls() {
     echo "PLACEMENT_TEST_PG_REPLICA_DIR=$DIR"
 }
 
-# Waits for "$@" (a command) until the start deadline; $1 describes it.
-wait_for() {
-    local what=$1
-    shift
-    until "$@"; do
-        if [ "$SECONDS" -ge "$DEADLINE" ]; then
-            die "timed out after ${START_TIMEOUT}s waiting for $what"
-        fi
-        check_launched_alive
-        sleep 0.2
-    done
-}
-
-check_launched_alive() {
-    local server
-    for server in "${LAUNCHED[@]}"; do
-        server_pid "$server" >/dev/null || die "the $server exited"
-    done
-}
-
-start_failed() {
-    local status=$? server
-    [ -n "$STARTED" ] && return 0
-    if [ "${#LAUNCHED[@]}" -gt 0 ]; then
-        print_logs
-        say "start failed; stopping what it started"
-        STOP_TIMEOUT=${PG_REPLICA_STOP_TIMEOUT:-15}
-        for server in standby primary; do
-            case " ${LAUNCHED[*]} " in
-                *" $server "*) stop_server "$server" || true ;;
-            esac
-        done
-    fi
-    exit "$status"
-}
-
-begin_start() {
-    STARTED='' LAUNCHED=()
-    trap start_failed EXIT
-    trap 'exit 130' INT TERM
-    DEADLINE=$((SECONDS + START_TIMEOUT))
-    BEGAN=$SECONDS
-}
-
-end_start() {
-    STARTED=yes
-    trap - EXIT INT TERM
-}
-
 check_tools() {
     [ -n "$PG_BIN" ] || die "no /usr/lib/postgresql/*/bin/postgres: run" \
         "tools/integration-deps.sh"
@@ -427,8 +283,7 @@ check_tools() {
     done
     [ "$(id -u)" -eq 0 ] || die "must run as root (servers run as $PG_USER)"
     id "$PG_USER" >/dev/null 2>&1 || die "no $PG_USER system user"
-    # A unix socket path must fit in sun_path (108 bytes).
-    [ "${#DIR}" -le 80 ] || die "DIR is too long for the sockets: $DIR"
+    check_socket_dir
 }
 
 cmd_start() {
@@ -445,9 +300,9 @@ cmd_start() {
     else
         [ -z "$primary_pid" ] \
             || die "a primary runs in $DIR without its PG_VERSION"
-        choose_ports
+        choose_server_ports 14400
     fi
-    check_ports_valid
+    check_ports_valid "${PORT[@]}"
     rm -f "$DIR/env"
 
     begin_start
@@ -457,15 +312,15 @@ cmd_start() {
         make_dirs
         if [ -z "$primary_pid" ]; then
             # The standby's port too: it starts right after.
-            check_ports_free "${SERVERS[@]}"
+            check_ports_free "${PORT[primary]}" "${PORT[standby]}"
             if [ ! -f "$(data_dir primary)/PG_VERSION" ]; then
-                save_ports
+                save_ports PORT
                 init_primary
             fi
             write_server_conf primary
             start_server primary
         else
-            check_ports_free standby
+            check_ports_free "${PORT[standby]}"
         fi
         wait_for "the primary to accept connections" primary_ready
         if [ ! -f "$(data_dir standby)/standby.signal" ]; then
@@ -492,7 +347,7 @@ cmd_start_standby() {
     if server_pid standby >/dev/null; then
         say "the standby is already running"
     else
-        check_ports_free standby
+        check_ports_free "${PORT[standby]}"
         write_server_conf standby
         start_server standby
     fi
@@ -509,18 +364,11 @@ cmd_stop_standby() {
 }
 
 cmd_stop() {
-    local stopped=0 server
     if [ -z "$PG_BIN" ] || ! load_ports; then
         say "nothing was running in $DIR"
         return 0
     fi
-    for server in standby primary; do
-        if stop_server "$server"; then
-            stopped=$((stopped + 1))
-        fi
-    done
-    rm -f "$DIR/env"
-    [ "$stopped" -gt 0 ] || say "nothing was running in $DIR"
+    stop_all
 }
 
 cmd_status() {
@@ -568,16 +416,7 @@ cmd_status() {
     [ -n "$ok" ]
 }
 
-[ "$#" -eq 2 ] || usage
-COMMAND=$1
-case $COMMAND in
-    start) mkdir -p "$2" ;;
-    stop|status|start-standby|stop-standby)
-        [ -d "$2" ] || die "no such directory: $2" ;;
-    *) usage ;;
-esac
-DIR=$(cd "$2" && pwd)
+parse_command_line "$@"
 declare -A PORT=()
 PG_BIN=$(find_bin)
-STARTED='' LAUNCHED=() DEADLINE=0 BEGAN=0
 "cmd_${COMMAND//-/_}"

@@ -13,6 +13,7 @@ import uuid
 import pytest
 from test_health import DEAD_DATABASES
 from test_metrics import ENABLED
+from test_metrics import _provider
 from test_metrics import _scrape
 from test_metrics import _value
 
@@ -60,16 +61,6 @@ def _with_replica(api_factory, url, **database):
         slave_connection=url, replica_check_interval=0.1, **database))
 
 
-def _provider(api):
-    rp = str(uuid.uuid4())
-    assert api.post('/resource_providers', json={
-        'name': rp, 'uuid': rp}).status_code == 200
-    assert api.put('/resource_providers/%s/inventories' % rp, json={
-        'resource_provider_generation': 0,
-        'inventories': VCPU}).status_code == 200
-    return rp
-
-
 def _until_replica_read(api, path='/resource_providers'):
     """GET ``path`` until the replica serves it (its first check runs in
     the background); its answer."""
@@ -93,7 +84,7 @@ def _reads(api):
 def test_advice_from_the_replica_ledger_from_the_primary(
         api_factory, replica_url):
     api = _with_replica(api_factory, replica_url)
-    rp = _provider(api)
+    rp = _provider(api, VCPU)
     # The replica knows nothing of rp: these answers came from it.
     assert _until_replica_read(api).json['resource_providers'] == []
     response = api.get('/allocation_candidates?resources=VCPU:1')
@@ -127,7 +118,7 @@ def test_advice_from_the_replica_ledger_from_the_primary(
 def test_routes_can_be_widened_and_narrowed(api_factory, replica_url):
     api = _with_replica(api_factory, replica_url, replica_routes=[
         'GET /resource_providers/{uuid}/usages'])
-    rp = _provider(api)
+    rp = _provider(api, VCPU)
     path = '/resource_providers/%s/usages' % rp
     # The replica has no such provider.
     assert _until_replica_read(api, path).status_code == 404
@@ -157,7 +148,7 @@ def test_unknown_or_writing_routes_stop_the_service(
 
 def test_an_unreachable_replica_is_never_noticed(backend, api_factory):
     api = _with_replica(api_factory, DEAD_DATABASES[backend.name])
-    rp = _provider(api)
+    rp = _provider(api, VCPU)
     for _ in range(5):
         listed = api.get('/resource_providers').json['resource_providers']
         assert [provider['uuid'] for provider in listed] == [rp]
@@ -202,7 +193,7 @@ def test_a_read_the_replica_fails_is_read_from_the_primary(
             database='mysql' if backend.name == 'mysql' else 'postgres'
         ).render_as_string(hide_password=False)
     api = _with_replica(api_factory, url)
-    rp = _provider(api)
+    rp = _provider(api, VCPU)
     caplog.set_level(logging.WARNING, logger='placement.db.replica')
     deadline = time.monotonic() + 10
     while not any('Read from the replica failed' in record.message

@@ -164,71 +164,6 @@ DATABASES = {
 }
 
 
-class HostServer(gunicorn_server.GunicornServer):
-    """GunicornServer bound to ``address`` (not 127.0.0.1), its command
-    behind ``prefix`` (``ip netns exec NS``)."""
-
-    def __init__(self, workdir, address, prefix=(), **server):
-        super().__init__(gunicorn_server.OUR_BIN / 'gunicorn', APP, workdir,
-                         port=API_PORT,
-                         env={'OS_PLACEMENT_CONFIG_DIR': str(workdir)},
-                         **server)
-        self.address = address
-        self.prefix = [str(part) for part in prefix]
-
-    @property
-    def url(self):
-        return 'http://%s:%d' % (self.address, self.port)
-
-    def start(self):
-        # GunicornServer.start with another command line.
-        command = self.prefix + [
-            str(self.gunicorn), '--bind', '%s:%d' % (self.address, self.port),
-            '--workers', str(self.workers), '--threads', str(self.threads),
-            '--timeout', '120', '--chdir', str(self.workdir), self.app]
-        log_start = (self.log_path.stat().st_size
-                     if self.log_path.exists() else 0)
-        with open(self.log_path, 'ab') as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                stdin=subprocess.DEVNULL, cwd=self.workdir,
-                start_new_session=True)
-        try:
-            self._wait_until_serving(command, log_start)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def kill(self):
-        """SIGKILL the master and its workers (its process group) at once;
-        return once they are all gone."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        # The workers die too, their sockets closed as each exits (as a
-        # zombie until init reaps it).
-        deadline = time.monotonic() + 10
-        while _group_running(self.process.pid) and (
-                time.monotonic() < deadline):
-            time.sleep(0.01)
-
-
-def _group_running(pgid):
-    """Whether a process of group ``pgid`` runs (neither gone nor a
-    zombie)."""
-    for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):
-        try:
-            fields = stat.read_text().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command: state, ppid, pgrp.
-        if int(fields[2]) == pgid and fields[0] not in ('Z', 'X'):
-            return True
-    return False
-
-
 @dataclasses.dataclass
 class Host:
     """API host ``name`` (HAProxy's server name, X-Served-By's value)."""
@@ -236,7 +171,7 @@ class Host:
     name: str
     address: str
     namespace: str | None
-    server: HostServer
+    server: gunicorn_server.GunicornServer
 
     def start(self):
         self.server.start()
@@ -611,8 +546,10 @@ class Topology:
         namespace = ('%s-h%d' % (self.alias, number)
                      if self.namespaces else None)
         prefix = ['ip', 'netns', 'exec', namespace] if namespace else []
-        server = HostServer(workdir, address, prefix, workers=self.workers,
-                            threads=self.threads)
+        server = gunicorn_server.GunicornServer(
+            gunicorn_server.OUR_BIN / 'gunicorn', APP, workdir, port=API_PORT,
+            env={'OS_PLACEMENT_CONFIG_DIR': str(workdir)}, host=address,
+            command_prefix=prefix, workers=self.workers, threads=self.threads)
         host = Host('host%d' % number, address, namespace, server)
         server.start()
         self._stack.callback(server.stop)

@@ -20,23 +20,20 @@ imported::
 
     from galera import galera, galera_database  # noqa: F401 (fixtures)
 """
-import contextlib
 import dataclasses
 import os
-import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from placement.db import engine as db_engine
-
 from conftest import unavailable
+import private_servers
 
 URL_VARIABLE = 'PLACEMENT_TEST_GALERA_URL'
 NODES_VARIABLE = 'PLACEMENT_TEST_GALERA_NODES'
 NODE_COUNT = 3
-START_HINT = ('start one with: tools/galera.sh start DIR, then '
-              '"set -a; . DIR/env; set +a"')
+START_HINT = private_servers.start_hint('galera.sh')
+TESTS = 'the Galera tests'
 
 
 @dataclasses.dataclass
@@ -46,23 +43,28 @@ class GaleraDatabase:
     node_urls: list
 
 
-class Galera:
+class Galera(private_servers.Servers):
     """The cluster at ``url`` (HAProxy) with nodes ``node_urls``."""
 
+    KIND = 'Galera node'
+    TESTS = TESTS
+    START_HINT = START_HINT
+    POOLED = True
+    PRIMARY = 0
+    DATABASE_PREFIX = 'ptest_galera_'
+
     def __init__(self, url, node_urls):
+        super().__init__(enumerate(node_urls))
         self.url = url
         self.node_urls = list(node_urls)
-        self._admins = {}
 
     def admin_engine(self, node=0):
         """An AUTOCOMMIT engine on node ``node`` (0-based), kept for the
         session."""
-        if node not in self._admins:
-            self._admins[node] = sa.create_engine(
-                db_engine.normalize_url(self.node_urls[node]),
-                isolation_level='AUTOCOMMIT',
-                connect_args={'connect_timeout': 5})
-        return self._admins[node]
+        return super().admin_engine(node)
+
+    def _label(self, node):
+        return '%s %s' % (self.KIND, self.node_urls[node])
 
     def node_status(self, node):
         """wsrep_* status variables of node ``node`` (0-based)."""
@@ -76,12 +78,8 @@ class Galera:
         is Synced in a cluster of NODE_COUNT."""
         problems = []
         for node, url in enumerate(self.node_urls):
-            try:
+            with self.reachable(node):
                 status = self.node_status(node)
-            except sa.exc.DBAPIError as exc:
-                unavailable('Galera node %s is unreachable: the Galera tests '
-                            'are NOT being run (%s): %s'
-                            % (url, START_HINT, exc.orig))
             state = (status.get('wsrep_cluster_size'),
                      status.get('wsrep_local_state_comment'))
             if state != (str(NODE_COUNT), 'Synced'):
@@ -92,21 +90,15 @@ class Galera:
             pytest.fail('Galera cluster not healthy (see tools/galera.sh '
                         'status DIR): ' + '; '.join(problems))
 
-    @contextlib.contextmanager
-    def database(self):
-        """A fresh database on the cluster, dropped afterwards."""
-        name = 'ptest_galera_' + uuid.uuid4().hex[:12]
-        with self.admin_engine(0).connect() as conn:
-            conn.exec_driver_sql('CREATE DATABASE %s' % name)
-        try:
-            self._wait_everywhere(name)
-            yield GaleraDatabase(
-                name, _with_database(self.url, name),
-                [_with_database(url, name) for url in self.node_urls])
-        finally:
-            self._drop(name)
+    # --- Databases ---------------------------------------------------------
 
-    def _wait_everywhere(self, name):
+    def _database(self, name):
+        return GaleraDatabase(
+            name, private_servers.with_database(self.url, name),
+            [private_servers.with_database(url, name)
+             for url in self.node_urls])
+
+    def _wait_for_database(self, name):
         # Causal reads: each node answers once it has applied everything
         # the cluster committed before, the CREATE DATABASE included.
         for node in range(len(self.node_urls)):
@@ -120,56 +112,32 @@ class Galera:
             assert found == 1, 'database %s missing on %s' % (
                 name, self.node_urls[node])
 
-    def _drop(self, name):
+    def _drop_database(self, name):
         # Through node 1, or another node if a test stopped it.
         error = None
         for node in range(len(self.node_urls)):
             try:
-                with self.admin_engine(node).connect() as conn:
-                    conn.exec_driver_sql('DROP DATABASE IF EXISTS %s' % name)
+                self._execute(node, 'DROP DATABASE IF EXISTS %s' % name)
                 return
             except sa.exc.DBAPIError as exc:
                 error = error or exc
         raise error
 
-    def dispose(self):
-        for engine in self._admins.values():
-            engine.dispose()
-        self._admins.clear()
-
-
-def _with_database(url, name):
-    return db_engine.normalize_url(url).set(database=name).render_as_string(
-        hide_password=False)
-
 
 def from_environment():
     """The cluster the environment names; unavailable() without one."""
-    url = os.environ.get(URL_VARIABLE, '').strip()
+    url = private_servers.environment(
+        [URL_VARIABLE], TESTS, START_HINT)[URL_VARIABLE]
     nodes = [node.strip()
              for node in os.environ.get(NODES_VARIABLE, '').split(',')
              if node.strip()]
-    if not url:
-        unavailable('%s is not set: the Galera tests are NOT being run (%s)'
-                    % (URL_VARIABLE, START_HINT))
     if len(nodes) != NODE_COUNT:
-        unavailable('%s must list the %d Galera nodes (got %r): the Galera '
-                    'tests are NOT being run (%s)'
-                    % (NODES_VARIABLE, NODE_COUNT, nodes, START_HINT))
+        unavailable(
+            '%s must list the %d Galera nodes (got %r): %s are NOT being '
+            'run (%s)' % (NODES_VARIABLE, NODE_COUNT, nodes, TESTS,
+                          START_HINT))
     return Galera(url, nodes)
 
 
-@pytest.fixture(scope='session')
-def galera():
-    cluster = from_environment()
-    try:
-        cluster.check()
-        yield cluster
-    finally:
-        cluster.dispose()
-
-
-@pytest.fixture
-def galera_database(galera):
-    with galera.database() as database:
-        yield database
+galera, galera_database = private_servers.fixtures('galera',
+                                                   from_environment)

@@ -44,32 +44,23 @@ imported::
     from mariadb_replica import mariadb_replica  # noqa: F401 (fixtures)
     from mariadb_replica import mariadb_replica_database  # noqa: F401
 """
-import contextlib
 import dataclasses
-import os
-import pathlib
-import subprocess
-import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from placement.db import engine as db_engine
-
-from conftest import unavailable
+import private_servers
 
 PRIMARY_VARIABLE = 'PLACEMENT_TEST_MARIADB_PRIMARY_URL'
 REPLICA_VARIABLE = 'PLACEMENT_TEST_MARIADB_REPLICA_URL'
 DIR_VARIABLE = 'PLACEMENT_TEST_MARIADB_REPLICA_DIR'
-SCRIPT = (pathlib.Path(__file__).resolve().parents[2]
-          / 'tools' / 'mariadb-replica.sh')
-START_HINT = ('start one with: tools/mariadb-replica.sh start DIR, then '
-              '"set -a; . DIR/env; set +a"')
+SCRIPT = private_servers.TOOLS / 'mariadb-replica.sh'
+START_HINT = private_servers.start_hint('mariadb-replica.sh')
+TESTS = 'the MariaDB replica tests'
 # How long the replica may take to apply what the primary logged, or its
 # threads to start.
 REPLAY_TIMEOUT = 30
-SCRIPT_TIMEOUT = 120
+SCRIPT_TIMEOUT = private_servers.SCRIPT_TIMEOUT
 SERVERS = ('primary', 'replica')
 
 _ROWS_READ = sa.text("""
@@ -84,52 +75,35 @@ class MariadbReplicaDatabase:
     replica_url: str
 
 
-class MariadbReplica:
+class MariadbReplica(private_servers.Servers):
     """The pair at ``primary_url`` and ``replica_url``, run by
     tools/mariadb-replica.sh in ``directory`` (``.dir``)."""
 
+    KIND = 'MariaDB'
+    TESTS = TESTS
+    START_HINT = START_HINT
+    SCRIPT = SCRIPT
+    DATABASE_PREFIX = 'ptest_mrep_'
+
     def __init__(self, primary_url, replica_url, directory):
+        super().__init__({'primary': primary_url, 'replica': replica_url},
+                         directory)
         self.primary_url = primary_url
         self.replica_url = replica_url
-        self.dir = directory
-        self._admins = {}
 
     def admin_engine(self, server):
         """An AUTOCOMMIT engine on ``server`` ('primary' or 'replica'), kept
         for the session; it pools nothing, so a restarted replica leaves no
         stale connection behind."""
-        if server not in self._admins:
-            url = {'primary': self.primary_url,
-                   'replica': self.replica_url}[server]
-            self._admins[server] = sa.create_engine(
-                db_engine.normalize_url(url), isolation_level='AUTOCOMMIT',
-                poolclass=sa.pool.NullPool,
-                connect_args={'connect_timeout': 5})
-        return self._admins[server]
-
-    def _execute(self, server, *statements):
-        with self.admin_engine(server).connect() as conn:
-            for statement in statements:
-                conn.exec_driver_sql(statement)
-
-    def _scalar(self, server, statement, **params):
-        with self.admin_engine(server).connect() as conn:
-            if isinstance(statement, str):
-                statement = sa.text(statement)
-            return conn.execute(statement, params).scalar()
+        return super().admin_engine(server)
 
     def check(self):
         """unavailable() if a server does not answer; fail unless the
         replica has a primary configured and replicates (after an attempt
         to restore() it)."""
-        for server, url in (('primary', self.primary_url),
-                            ('replica', self.replica_url)):
-            try:
+        for server in SERVERS:
+            with self.reachable(server):
                 self._scalar(server, 'SELECT 1')
-            except sa.exc.DBAPIError as exc:
-                unavailable('MariaDB %s %s is unreachable: the MariaDB '
-                            'replica tests are NOT being run (%s): %s'
-                            % (server, url, START_HINT, exc.orig))
         if self.status() is None:
             pytest.fail('MariaDB replica %s has no primary configured (see '
                         'tools/mariadb-replica.sh status %s)'
@@ -137,19 +111,6 @@ class MariadbReplica:
         self.restore()
 
     # --- The replica -------------------------------------------------------
-
-    def _script(self, command):
-        try:
-            subprocess.run([str(SCRIPT), command, self.dir], check=True,
-                           capture_output=True, text=True,
-                           timeout=SCRIPT_TIMEOUT)
-        except subprocess.CalledProcessError as exc:
-            pytest.fail('tools/mariadb-replica.sh %s %s failed (exit %s): %s'
-                        % (command, self.dir, exc.returncode,
-                           exc.stderr.strip()))
-        except subprocess.TimeoutExpired:
-            pytest.fail('tools/mariadb-replica.sh %s %s took over %ss'
-                        % (command, self.dir, SCRIPT_TIMEOUT))
 
     def stop_replica(self):
         """Stop the replica's mariadbd (a clean shutdown: its sessions are
@@ -163,11 +124,7 @@ class MariadbReplica:
 
     def replica_running(self):
         """Whether the replica answers queries."""
-        try:
-            self._scalar('replica', 'SELECT 1')
-        except sa.exc.DBAPIError:
-            return False
-        return True
+        return self.answers('replica')
 
     def status(self):
         """The replica's SHOW REPLICA STATUS as a dict, None without a
@@ -207,18 +164,17 @@ class MariadbReplica:
         self._until_replicating()
 
     def _until_replicating(self, timeout=REPLAY_TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not self.replicating():
-            if time.monotonic() > deadline:
-                status = self.status() or {}
-                pytest.fail('the MariaDB replica %s does not replicate after '
-                            '%ss: Slave_IO_Running=%s Slave_SQL_Running=%s '
-                            '%s %s' % (self.replica_url, timeout,
-                                       status.get('Slave_IO_Running'),
-                                       status.get('Slave_SQL_Running'),
-                                       status.get('Last_IO_Error'),
-                                       status.get('Last_SQL_Error')))
-            time.sleep(0.05)
+        def failure():
+            status = self.status() or {}
+            return ('the MariaDB replica %s does not replicate after %ss: '
+                    'Slave_IO_Running=%s Slave_SQL_Running=%s %s %s'
+                    % (self.replica_url, timeout,
+                       status.get('Slave_IO_Running'),
+                       status.get('Slave_SQL_Running'),
+                       status.get('Last_IO_Error'),
+                       status.get('Last_SQL_Error')))
+
+        private_servers.poll(self.replicating, timeout, failure)
 
     def wait_for_replica(self, timeout=REPLAY_TIMEOUT):
         """Wait until the replica has applied every transaction the primary
@@ -257,63 +213,28 @@ class MariadbReplica:
 
     # --- Databases ---------------------------------------------------------
 
-    @contextlib.contextmanager
-    def database(self):
-        """A fresh database on the primary, present on the replica; dropped
-        afterwards."""
-        self.restore()
-        name = 'ptest_mrep_' + uuid.uuid4().hex[:12]
-        self._execute('primary', 'CREATE DATABASE %s' % name)
-        try:
-            self.wait_for_replica()
-            yield MariadbReplicaDatabase(
-                name, _with_database(self.primary_url, name),
-                _with_database(self.replica_url, name))
-        finally:
-            try:
-                self.restore()
-            finally:
-                self._execute('primary', 'DROP DATABASE IF EXISTS %s' % name)
-                self.wait_for_replica()
+    def _database(self, name):
+        return MariadbReplicaDatabase(
+            name, private_servers.with_database(self.primary_url, name),
+            private_servers.with_database(self.replica_url, name))
 
-    def dispose(self):
-        for engine in self._admins.values():
-            engine.dispose()
-        self._admins.clear()
+    def _wait_for_database(self, name):
+        self.wait_for_replica()
 
-
-def _with_database(url, name):
-    return db_engine.normalize_url(url).set(database=name).render_as_string(
-        hide_password=False)
+    def _drop_database(self, name):
+        # The drop replicates.
+        super()._drop_database(name)
+        self.wait_for_replica()
 
 
 def from_environment():
     """The pair the environment names; unavailable() without one."""
-    values = {}
-    for variable in (PRIMARY_VARIABLE, REPLICA_VARIABLE, DIR_VARIABLE):
-        values[variable] = os.environ.get(variable, '').strip()
-        if not values[variable]:
-            unavailable('%s is not set: the MariaDB replica tests are NOT '
-                        'being run (%s)' % (variable, START_HINT))
-    if not os.path.isdir(values[DIR_VARIABLE]):
-        unavailable('%s=%s is not a directory: the MariaDB replica tests '
-                    'are NOT being run (%s)'
-                    % (DIR_VARIABLE, values[DIR_VARIABLE], START_HINT))
+    values = private_servers.environment(
+        (PRIMARY_VARIABLE, REPLICA_VARIABLE, DIR_VARIABLE), TESTS,
+        START_HINT, directory=DIR_VARIABLE)
     return MariadbReplica(values[PRIMARY_VARIABLE], values[REPLICA_VARIABLE],
                           values[DIR_VARIABLE])
 
 
-@pytest.fixture(scope='session')
-def mariadb_replica():
-    pair = from_environment()
-    try:
-        pair.check()
-        yield pair
-    finally:
-        pair.dispose()
-
-
-@pytest.fixture
-def mariadb_replica_database(mariadb_replica):
-    with mariadb_replica.database() as database:
-        yield database
+mariadb_replica, mariadb_replica_database = private_servers.fixtures(
+    'mariadb_replica', from_environment)

@@ -39,31 +39,22 @@ imported::
 
     from pg_replica import pg_replica, pg_replica_database  # noqa: F401
 """
-import contextlib
 import dataclasses
-import os
-import pathlib
-import subprocess
-import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from placement.db import engine as db_engine
-
-from conftest import unavailable
+import private_servers
 
 PRIMARY_VARIABLE = 'PLACEMENT_TEST_PG_PRIMARY_URL'
 STANDBY_VARIABLE = 'PLACEMENT_TEST_PG_STANDBY_URL'
 DIR_VARIABLE = 'PLACEMENT_TEST_PG_REPLICA_DIR'
-SCRIPT = (pathlib.Path(__file__).resolve().parents[2]
-          / 'tools' / 'pg-replica.sh')
-START_HINT = ('start one with: tools/pg-replica.sh start DIR, then '
-              '"set -a; . DIR/env; set +a"')
+SCRIPT = private_servers.TOOLS / 'pg-replica.sh'
+START_HINT = private_servers.start_hint('pg-replica.sh')
+TESTS = 'the PostgreSQL replica tests'
 # How long the standby may take to show a new database, or to apply WAL.
 REPLAY_TIMEOUT = 30
-SCRIPT_TIMEOUT = 120
+SCRIPT_TIMEOUT = private_servers.SCRIPT_TIMEOUT
 
 # 0 when the standby has applied everything it received; else the age of
 # the last transaction it applied (NULL before it applied any: the age of
@@ -86,48 +77,39 @@ class ReplicaDatabase:
     standby_url: str
 
 
-class PgReplica:
+class PgReplica(private_servers.Servers):
     """The pair at ``primary_url`` and ``standby_url``, run by
     tools/pg-replica.sh in ``directory`` (``.dir``)."""
 
+    KIND = 'PostgreSQL'
+    TESTS = TESTS
+    START_HINT = START_HINT
+    SCRIPT = SCRIPT
+    DATABASE_PREFIX = 'ptest_replica_'
+
     def __init__(self, primary_url, standby_url, directory):
+        super().__init__({'primary': primary_url, 'standby': standby_url},
+                         directory)
         self.primary_url = primary_url
         self.standby_url = standby_url
-        self.dir = directory
-        self._admins = {}
+
+    def _admin_url(self, server):
+        return super()._admin_url(server).set(database='postgres')
 
     def admin_engine(self, server):
         """An AUTOCOMMIT engine on the ``postgres`` database of ``server``
         ('primary' or 'standby'), kept for the session; it pools nothing,
         so a restarted standby leaves no stale connection behind."""
-        if server not in self._admins:
-            url = {'primary': self.primary_url,
-                   'standby': self.standby_url}[server]
-            self._admins[server] = sa.create_engine(
-                db_engine.normalize_url(url).set(database='postgres'),
-                isolation_level='AUTOCOMMIT', poolclass=sa.pool.NullPool,
-                connect_args={'connect_timeout': 5})
-        return self._admins[server]
-
-    def _scalar(self, server, statement, **params):
-        with self.admin_engine(server).connect() as conn:
-            if isinstance(statement, str):
-                statement = sa.text(statement)
-            return conn.execute(statement, params).scalar()
+        return super().admin_engine(server)
 
     def check(self):
         """unavailable() if a server does not answer; fail unless the
         standby is in recovery and streams from the primary."""
         states = {}
-        for server, url in (('primary', self.primary_url),
-                            ('standby', self.standby_url)):
-            try:
+        for server in ('primary', 'standby'):
+            with self.reachable(server):
                 states[server] = self._scalar(server,
                                               'SELECT pg_is_in_recovery()')
-            except sa.exc.DBAPIError as exc:
-                unavailable('PostgreSQL %s %s is unreachable: the replica '
-                            'tests are NOT being run (%s): %s'
-                            % (server, url, START_HINT, exc.orig))
         problems = []
         if states['primary']:
             problems.append('the primary %s is in recovery'
@@ -145,19 +127,6 @@ class PgReplica:
 
     # --- The standby -------------------------------------------------------
 
-    def _script(self, command):
-        try:
-            subprocess.run([str(SCRIPT), command, self.dir], check=True,
-                           capture_output=True, text=True,
-                           timeout=SCRIPT_TIMEOUT)
-        except subprocess.CalledProcessError as exc:
-            pytest.fail('tools/pg-replica.sh %s %s failed (exit %s): %s'
-                        % (command, self.dir, exc.returncode,
-                           exc.stderr.strip()))
-        except subprocess.TimeoutExpired:
-            pytest.fail('tools/pg-replica.sh %s %s took over %ss'
-                        % (command, self.dir, SCRIPT_TIMEOUT))
-
     def stop_standby(self):
         """Stop the standby (fast shutdown: its sessions are ended)."""
         self._script('stop-standby')
@@ -168,11 +137,7 @@ class PgReplica:
 
     def standby_running(self):
         """Whether the standby answers queries."""
-        try:
-            self._scalar('standby', 'SELECT 1')
-        except sa.exc.DBAPIError:
-            return False
-        return True
+        return self.answers('standby')
 
     def standby_streams(self):
         """Whether the standby's WAL receiver streams from the primary."""
@@ -205,19 +170,14 @@ class PgReplica:
         """Wait until the standby has applied all the WAL the primary had
         written when called."""
         target = self._scalar('primary', 'SELECT pg_current_wal_lsn()')
-        deadline = time.monotonic() + timeout
-        while True:
-            behind = self._scalar(
+        private_servers.poll(
+            lambda: not self._scalar(
                 'standby', "SELECT COALESCE(pg_last_wal_replay_lsn() "
-                "< CAST(:target AS pg_lsn), true)", target=target)
-            if not behind:
-                return
-            if time.monotonic() > deadline:
-                pytest.fail('the standby %s did not apply the WAL up to %s '
-                            'within %ss (replay lag %.1fs)'
-                            % (self.standby_url, target, timeout,
-                               self.replay_lag()))
-            time.sleep(0.05)
+                "< CAST(:target AS pg_lsn), true)", target=target),
+            timeout,
+            lambda: 'the standby %s did not apply the WAL up to %s within '
+                    '%ss (replay lag %.1fs)' % (self.standby_url, target,
+                                                timeout, self.replay_lag()))
 
     def restore(self):
         """The standby running and replaying, whatever a test did."""
@@ -240,36 +200,21 @@ class PgReplica:
 
     # --- Databases ---------------------------------------------------------
 
-    @contextlib.contextmanager
-    def database(self):
-        """A fresh database on the primary, visible on the standby; dropped
-        afterwards."""
-        self.restore()
-        name = 'ptest_replica_' + uuid.uuid4().hex[:12]
-        with self.admin_engine('primary').connect() as conn:
-            conn.exec_driver_sql('CREATE DATABASE %s' % name)
-        try:
-            self._wait_on_standby(name)
-            yield ReplicaDatabase(name,
-                                  _with_database(self.primary_url, name),
-                                  _with_database(self.standby_url, name))
-        finally:
-            try:
-                self.restore()
-            finally:
-                self._drop(name)
+    def _database(self, name):
+        return ReplicaDatabase(
+            name, private_servers.with_database(self.primary_url, name),
+            private_servers.with_database(self.standby_url, name))
 
-    def _wait_on_standby(self, name):
-        deadline = time.monotonic() + REPLAY_TIMEOUT
-        while not self._scalar(
-                'standby', 'SELECT count(*) FROM pg_database '
-                'WHERE datname = :name', name=name):
-            if time.monotonic() > deadline:
-                pytest.fail('database %s missing on the standby %s after %ss'
-                            % (name, self.standby_url, REPLAY_TIMEOUT))
-            time.sleep(0.05)
+    def _wait_for_database(self, name):
+        private_servers.poll(
+            lambda: self._scalar('standby', 'SELECT count(*) FROM '
+                                 'pg_database WHERE datname = :name',
+                                 name=name),
+            REPLAY_TIMEOUT,
+            lambda: 'database %s missing on the standby %s after %ss'
+                    % (name, self.standby_url, REPLAY_TIMEOUT))
 
-    def _drop(self, name):
+    def _drop_database(self, name):
         # Sessions on the standby end when it replays the drop.
         terminate = sa.text(
             'SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
@@ -279,44 +224,15 @@ class PgReplica:
             conn.exec_driver_sql('DROP DATABASE IF EXISTS %s WITH (FORCE)'
                                  % name)
 
-    def dispose(self):
-        for engine in self._admins.values():
-            engine.dispose()
-        self._admins.clear()
-
-
-def _with_database(url, name):
-    return db_engine.normalize_url(url).set(database=name).render_as_string(
-        hide_password=False)
-
 
 def from_environment():
     """The pair the environment names; unavailable() without one."""
-    values = {}
-    for variable in (PRIMARY_VARIABLE, STANDBY_VARIABLE, DIR_VARIABLE):
-        values[variable] = os.environ.get(variable, '').strip()
-        if not values[variable]:
-            unavailable('%s is not set: the PostgreSQL replica tests are NOT '
-                        'being run (%s)' % (variable, START_HINT))
-    if not os.path.isdir(values[DIR_VARIABLE]):
-        unavailable('%s=%s is not a directory: the PostgreSQL replica tests '
-                    'are NOT being run (%s)'
-                    % (DIR_VARIABLE, values[DIR_VARIABLE], START_HINT))
+    values = private_servers.environment(
+        (PRIMARY_VARIABLE, STANDBY_VARIABLE, DIR_VARIABLE), TESTS,
+        START_HINT, directory=DIR_VARIABLE)
     return PgReplica(values[PRIMARY_VARIABLE], values[STANDBY_VARIABLE],
                      values[DIR_VARIABLE])
 
 
-@pytest.fixture(scope='session')
-def pg_replica():
-    pair = from_environment()
-    try:
-        pair.check()
-        yield pair
-    finally:
-        pair.dispose()
-
-
-@pytest.fixture
-def pg_replica_database(pg_replica):
-    with pg_replica.database() as database:
-        yield database
+pg_replica, pg_replica_database = private_servers.fixtures(
+    'pg_replica', from_environment)

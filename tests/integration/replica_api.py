@@ -4,11 +4,14 @@ replica tests.
 ``server(tmp_path, primary_url, replica_url, **placement_database)`` is a
 gunicorn serving the service with metrics on; ``Api(url)`` sends it
 requests and reads its counters of reads per database server (``reads()``);
+``serving()`` is both, with providers made and the replica serving reads.
 ``Load(api)`` runs client threads asking for candidates and claiming one
 until the block ends, keeping every answer's status; ``reads_after`` and
-``until`` watch where reads go.
+``until`` watch where reads go, and ``outage()`` watches them leave the
+replica and come back when something stops it under load.
 """
 import concurrent.futures
+import contextlib
 import dataclasses
 import threading
 import time
@@ -35,6 +38,20 @@ def server(tmp_path, primary_url, replica_url, **database):
     }
     return gunicorn_server.placement_server(tmp_path / 'server', sections,
                                             threads=8)
+
+
+@contextlib.contextmanager
+def serving(tmp_path, primary_url, replica_url, caught_up=None, **database):
+    """``server()`` as an ``Api``, once it has PROVIDERS providers (made on
+    the primary), ``caught_up()`` has returned (the replica has them) and
+    the replica serves reads."""
+    with server(tmp_path, primary_url, replica_url, **database) as running:
+        api = Api(running.url)
+        api.providers()
+        if caught_up is not None:
+            caught_up()
+        api.until_replica_serves()
+        yield api
 
 
 @dataclasses.dataclass
@@ -139,3 +156,32 @@ def until(predicate, timeout, what):
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
     return time.monotonic()
+
+
+def outage(api, stop, start, left, back, what, during=None):
+    """Under Load, a second in: ``stop()`` (the replica, or what it needs to
+    serve), then wait until ``left(api)`` (reads have left it: within
+    MOVE_WITHIN), call ``during()``, check that for a second no read goes
+    to the replica; ``start()``, then wait until ``back(api)`` (within 10
+    s). No answer may be 5xx. ``what`` names the stop in failures.
+
+    Returns (seconds from the stop until reads had left, seconds from the
+    start until they were back, answers).
+    """
+    with Load(api) as load:
+        time.sleep(1)
+        stop()
+        stopped = time.monotonic()
+        moved = until(lambda: left(api), MOVE_WITHIN,
+                      'reads kept going to the replica after ' + what)
+        if during is not None:
+            during()
+        primary, replica = reads_after(api)
+        assert replica == 0 and primary > 0
+        start()
+        started = time.monotonic()
+        came_back = until(lambda: back(api), 10, 'reads did not move back '
+                          'to the replica after ' + what)
+    assert not load.failures(), load.failures()[:5]
+    assert moved - stopped < MOVE_WITHIN
+    return moved - stopped, came_back - started, len(load.answers)

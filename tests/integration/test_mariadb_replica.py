@@ -20,10 +20,10 @@ import requests
 from mariadb_replica import mariadb_replica  # noqa: F401 (fixtures)
 from mariadb_replica import mariadb_replica_database  # noqa: F401
 from replica_api import MOVE_WITHIN
-from replica_api import Api
 from replica_api import Load
+from replica_api import outage
 from replica_api import reads_after
-from replica_api import server
+from replica_api import serving
 from replica_api import until
 
 pytestmark = pytest.mark.integration
@@ -48,14 +48,10 @@ def _back(api):
 
 
 @pytest.fixture
-def mrep_api(tmp_path, mariadb_replica,
-             mariadb_replica_database):
-    with server(tmp_path, mariadb_replica_database.primary_url,
-                mariadb_replica_database.replica_url) as running:
-        api = Api(running.url)
-        api.providers()
-        mariadb_replica.wait_for_replica()
-        api.until_replica_serves()
+def mrep_api(tmp_path, mariadb_replica, mariadb_replica_database):
+    with serving(tmp_path, mariadb_replica_database.primary_url,
+                 mariadb_replica_database.replica_url,
+                 caught_up=mariadb_replica.wait_for_replica) as api:
         yield api
 
 
@@ -102,28 +98,17 @@ def test_candidates_on_the_replica_claims_on_the_primary(
 
 def test_sql_thread_stopped_under_load_then_restarted(
         mrep_api, mariadb_replica):
-    with Load(mrep_api) as load:
-        time.sleep(1)
-        mariadb_replica.stop_sql_thread()
-        stopped = time.monotonic()
-        moved = until(lambda: _left(mrep_api),
-                      MOVE_WITHIN, 'reads kept going to a replica whose SQL '
-                      'thread is stopped')
-        # Not replicating: the server says NULL, the service NaN.
+    def not_replicating():
+        # The server says NULL, the service NaN.
         assert mariadb_replica.lag() is None
         lag, usable = _replica_gauges(mrep_api)
         assert math.isnan(lag) and usable == 0
-        primary, replica = reads_after(mrep_api)
-        assert replica == 0 and primary > 0
-        mariadb_replica.start_sql_thread()
-        started = time.monotonic()
-        back = until(lambda: _back(mrep_api),
-                     10, 'reads did not move back to the replica')
-    assert not load.failures(), load.failures()[:5]
-    assert moved - stopped < MOVE_WITHIN
+
+    seen = outage(mrep_api, mariadb_replica.stop_sql_thread,
+                  mariadb_replica.start_sql_thread, _left, _back,
+                  'STOP REPLICA SQL_THREAD', during=not_replicating)
     print('reads left the replica within %.2fs of STOP REPLICA SQL_THREAD '
-          'and came back %.2fs after START; %d answers, none 5xx'
-          % (moved - stopped, back - started, len(load.answers)))
+          'and came back %.2fs after START; %d answers, none 5xx' % seen)
 
 
 def test_delayed_replica_sends_reads_to_the_primary(
@@ -159,20 +144,8 @@ def test_delayed_replica_sends_reads_to_the_primary(
 
 def test_replica_stopped_under_load_then_restarted(
         mrep_api, mariadb_replica):
-    with Load(mrep_api) as load:
-        time.sleep(1)
-        mariadb_replica.stop_replica()
-        stopped = time.monotonic()
-        moved = until(lambda: _left(mrep_api),
-                      MOVE_WITHIN, 'reads kept going to a stopped replica')
-        primary, replica = reads_after(mrep_api)
-        assert replica == 0 and primary > 0
-        mariadb_replica.start_replica()
-        started = time.monotonic()
-        back = until(lambda: _back(mrep_api),
-                     10, 'reads did not move back to the replica')
-    assert not load.failures(), load.failures()[:5]
-    assert moved - stopped < MOVE_WITHIN
+    seen = outage(mrep_api, mariadb_replica.stop_replica,
+                  mariadb_replica.start_replica, _left, _back,
+                  'the replica stopped')
     print('reads left the stopped replica within %.2fs and came back %.2fs '
-          'after it started; %d answers, none 5xx'
-          % (moved - stopped, back - started, len(load.answers)))
+          'after it started; %d answers, none 5xx' % seen)
