@@ -148,6 +148,102 @@ def scheduler_table(runs, checks, labels=('upstream', 'ours')):
             '\n\nCapacity check: ' + ' | '.join(verdicts))
 
 
+def _share(by_role):
+    """The primary's part of {role: amount}, as a percentage."""
+    total = sum(by_role.values())
+    if not total:
+        return '-'
+    return '%.1f%%' % (100.0 * by_role['primary'] / total)
+
+
+def replica_table(windows, configs, client_counts, seconds):
+    """``windows``: replica.Window of every run; a row per configuration
+    (``configs``: names, in order) and client count, summed over rounds."""
+    rows = []
+    throughput = {}
+    for clients in client_counts:
+        for name in configs:
+            runs = [window for window in windows
+                    if window.config.name == name
+                    and window.clients == clients]
+            if not runs:
+                continue
+            latencies = [value for window in runs
+                         for value in window.stats.seconds]
+            elapsed = sum(window.stats.elapsed for window in runs)
+            rate = len(latencies) / elapsed if elapsed else 0.0
+            throughput[(name, clients)] = rate
+            summed = {}
+            for key in ('xacts', 'rows', 'cpu'):
+                summed[key] = {role: sum(getattr(window, key)[role]
+                                         for window in runs)
+                               for role in ('primary', 'standby')}
+            reads = {}
+            for window in runs:
+                for server, count in (window.reads or {}).items():
+                    reads[server] = reads.get(server, 0) + count
+            primary_only = name.endswith('primary only')
+            baseline = throughput.get((runs[0].config.server.label +
+                                       ', primary only', clients))
+            notes = []
+            counts = {window.candidates for window in runs}
+            if len(counts) > 1 or None in counts:
+                notes.append('candidates %s' % sorted(counts, key=str))
+            notes += [note for window in runs for note in window.notes]
+            notes += [sample for window in runs
+                      for sample in window.stats.samples]
+            rows.append([
+                name, clients, '%.1f' % rate,
+                ' / '.join('%.1f' % window.stats.throughput
+                           for window in runs),
+                '-' if primary_only else ratio(rate, baseline),
+                ms(median(latencies)), ms(p95(latencies)),
+                sum(window.stats.server_errors for window in runs),
+                sum(window.stats.other_errors for window in runs),
+                '%d / %d' % (summed['xacts']['primary'],
+                             summed['xacts']['standby']),
+                _share(summed['xacts']), _share(summed['rows']),
+                _share(summed['cpu']),
+                '%.1f / %.1f' % (summed['cpu']['primary'],
+                                 summed['cpu']['standby']),
+                '%d / %d' % (reads.get('primary', 0), reads.get('replica', 0))
+                if reads else '-',
+                '; '.join(str(note) for note in notes)[:200]])
+    text = table(['config', 'clients', 'req/s', 'req/s by round',
+                  'vs primary only', 'median ms', 'p95 ms', '5xx',
+                  'other errors', 'xacts primary / standby',
+                  'primary share (xacts)', 'primary share (rows)',
+                  'primary share (CPU)', 'CPU s primary / standby',
+                  'reads primary / replica (ours\' metrics)', 'notes'], rows)
+    ratios = []
+    for clients in client_counts:
+        for ours, up in (('ours, primary only', 'upstream, primary only'),
+                         ('ours, primary + standby',
+                          'upstream, slave_connection = standby')):
+            ratios.append('%d clients %s: %s' % (
+                clients, 'primary only' if 'only' in ours else 'with standby',
+                ratio(throughput.get((ours, clients)),
+                      throughput.get((up, clients)))))
+    return (text + '\n\nours/upstream req/s (>1: ours faster): ' +
+            '; '.join(ratios) + '.\n\n' + REPLICA_NOTES % seconds)
+
+
+REPLICA_NOTES = (
+    'Each run starts the one server measured (the other is stopped) with '
+    'or without `[placement_database] slave_connection` = the standby '
+    '(replica check interval and maximum lag at their defaults), sends '
+    'it 4 warm-up GETs, then the clients repeat the GET for %gs; req/s '
+    'counts the 200s until the last client returned. Primary share = '
+    'primary / (primary + standby) of the bench database\'s work: xacts '
+    '(`xact_commit + xact_rollback` in `pg_stat_database`) and rows '
+    '(`tup_returned + tup_fetched`) from before the server started until '
+    'its sessions had ended (so they include its start, the warm-up and, '
+    'for ours, one `/metrics` scrape); CPU is utime + stime of each '
+    'postmaster and its process tree (backends, WAL sender, receiver and '
+    'replay, background processes) over the timed reads only. Reads by '
+    'server come from ours\' `placement_database_reads_total`.')
+
+
 def save_markdown(heading, body):
     """Insert a dated section under the results marker, keeping older ones."""
     with open(RESULTS) as results:

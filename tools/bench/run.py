@@ -2,9 +2,13 @@
 """Benchmark this placement against upstream openstack-placement 16.0.0.
 
     python tools/bench/run.py --backend sqlite --nodes 1000 [--quick]
+    python tools/bench/run.py --backend postgresql --replica [--nodes 1000]
 
 Both servers run under gunicorn (noauth2) on fresh databases, receive the
 same seeded dataset over the REST API and the same requests, interleaved.
+``--replica`` puts the databases on a private PostgreSQL primary with a
+streaming standby and measures candidate reads with and without
+slave_connection instead of the other phases.
 See tools/README.md; results: tools/bench/RESULTS.md.
 """
 import argparse
@@ -12,6 +16,7 @@ import datetime
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +25,7 @@ import traceback
 import client
 import dataset
 import environments
+import replica
 import report
 import servers
 import workload
@@ -28,6 +34,8 @@ LOAD_WORKERS = 2
 BUG_WORKERS = 1
 SCHEDULER_WORKERS = (2, 4)
 SCHEDULER_CLIENTS = (8, 32)
+REPLICA_WORKERS = LOAD_WORKERS
+REPLICA_CLIENTS = SCHEDULER_CLIENTS
 
 
 def log(message):
@@ -83,7 +91,24 @@ def parse_args(argv):
                              'upstream venv benchmarks upstream twice)')
     parser.add_argument('--keep', action='store_true',
                         help='keep the databases and the work directory')
+    parser.add_argument('--replica', action='store_true',
+                        help='replica mode (PostgreSQL): the databases on a '
+                             'private primary with a streaming standby; '
+                             'concurrent candidate reads, primary only and '
+                             'with slave_connection = standby, instead of '
+                             'the latency, bug and scheduler phases')
+    parser.add_argument('--replica-seconds', type=float,
+                        help='duration of each replica-mode run '
+                             '(default 20, 5 with --quick)')
+    parser.add_argument('--replica-rounds', type=int,
+                        help='replica-mode rounds over every configuration '
+                             'and client count (default 2, 1 with --quick)')
+    parser.add_argument('--replica-port-base', type=int, default=14420,
+                        help='the private primary listens on this + 1, the '
+                             'standby on + 2')
     args = parser.parse_args(argv)
+    if args.replica and args.backend != 'postgresql':
+        parser.error('--replica needs --backend postgresql')
     quick = args.quick
     args.nodes = args.nodes or [200 if quick else 1000]
     args.reps = args.reps or (5 if quick else 10)
@@ -92,6 +117,8 @@ def parse_args(argv):
     args.scheduler_seconds = args.scheduler_seconds or (5 if quick else 10)
     args.bug_timeout = args.bug_timeout or (60 if quick else 120)
     args.bug_reps = 1 if quick else 3
+    args.replica_seconds = args.replica_seconds or (5 if quick else 20)
+    args.replica_rounds = args.replica_rounds or (1 if quick else 2)
     return args
 
 
@@ -221,6 +248,83 @@ def scheduler_phase(srvs, args):
     return report.scheduler_table(runs, checks)
 
 
+def replica_phase(srvs, pair, args):
+    """Candidate reads by 8 and 32 clients for each configuration, in
+    rounds (every other round in reverse order), one server up at a time;
+    the work each PostgreSQL server did for it."""
+    upstream, ours = srvs
+    log('waiting for the standby to replay the load ...')
+    replayed = pair.wait_replayed([srv.database.name for srv in srvs])
+    log('  replayed up to %s in %.1fs' % (replayed['lsn'],
+                                          replayed['seconds']))
+    configs = [replica.Config(ours, False), replica.Config(ours, True),
+               replica.Config(upstream, False), replica.Config(upstream, True)]
+    path = workload.scheduler_path(args.scheduler_limit)
+    for srv in srvs:
+        srv.stop()
+    windows = []
+    for rep in range(args.replica_rounds):
+        order = configs if rep % 2 == 0 else configs[::-1]
+        for clients in REPLICA_CLIENTS:
+            for config in order:
+                window = _replica_window(pair, config, clients, path, args)
+                windows.append(window)
+                stats = window.stats
+                log('  round %d %2d clients %-38s %6.1f req/s, %d 5xx, '
+                    '%d other errors; xacts primary/standby %d/%d, '
+                    'CPU s %.1f/%.1f%s' % (
+                        rep + 1, clients, config.name, stats.throughput,
+                        stats.server_errors, stats.other_errors,
+                        window.xacts['primary'], window.xacts['standby'],
+                        window.cpu['primary'], window.cpu['standby'],
+                        '' if window.reads is None else
+                        '; reads %s' % window.reads))
+                for note in window.notes + stats.samples:
+                    log('    !!! %s' % note)
+    log('pair at the end: %s' % pair.status().replace('\n', '; '))
+    return report.replica_table(windows, [c.name for c in configs],
+                                REPLICA_CLIENTS, args.replica_seconds)
+
+
+def _replica_window(pair, config, clients, path, args):
+    """Start ``config``'s server alone, warm it up, run the timed reads,
+    stop it; the database's work is counted from before the start to the
+    end of its sessions, the database servers' CPU over the timed
+    reads."""
+    srv = config.server
+    srv.configure(slave_connection=srv.database.url_at(pair.port['standby'])
+                  if config.standby else None,
+                  metrics=srv.label == 'ours')
+    window = replica.Window(config, clients,
+                            workload.ReadStats(srv.label, clients))
+    before = pair.settled_stats(srv.database.name)
+    log_offset = srv.log_size()
+    srv.start(REPLICA_WORKERS)
+    for _ in range(2 * REPLICA_WORKERS):
+        resp = srv.client.get(path, timeout=120)
+        if resp.status != 200:
+            window.notes.append('warm-up GET %s %s' % (resp.status,
+                                                       resp.body[:200]))
+        elif window.candidates is None:
+            window.candidates = workload.Query('', path).count(resp.json())
+    cpu_before = pair.cpu_seconds()
+    workload.read_loop(srv, clients, args.replica_seconds, path, window.stats)
+    cpu_after = pair.cpu_seconds()
+    window.cpu = {role: cpu_after[role] - cpu_before[role]
+                  for role in replica.ROLES}
+    if srv.metrics:
+        resp = srv.client.get('/metrics')
+        if resp.status == 200:
+            window.reads = replica.database_reads(resp.body.decode())
+        else:
+            window.notes.append('GET /metrics %s' % resp.status)
+    srv.stop()
+    window.settle(before, pair.settled_stats(srv.database.name))
+    window.notes += ['server log: %s' % note for note in
+                     replica.log_signs(srv.log_since(log_offset))]
+    return window
+
+
 def _phase(sections, srvs, title, func, *args):
     """Run one phase into ``sections``; a failure is reported in its place
     (with the servers' log tails) so that the other phases still run."""
@@ -259,11 +363,20 @@ def run_size(args, envs, nodes):
     srvs = []
     databases = []
     sections = []
+    pair = None
     try:
+        port = None
+        if args.replica:
+            pair = replica.Pair(os.path.join(workdir, 'pgr'),
+                                args.replica_port_base, envs[-1])
+            log('starting a PostgreSQL primary and standby on ports %d/%d '
+                '...' % (pair.port['primary'], pair.port['standby']))
+            pair.start()
+            port = pair.port['primary']
         for offset, env in enumerate(envs):
             database = servers.Database(
                 args.backend, 'bench_%s_%d' % (env.label, os.getpid()),
-                workdir, env)
+                workdir, env, port)
             database.create()
             databases.append(database)
             srv = servers.Server(env, database, args.port_base + offset,
@@ -282,6 +395,16 @@ def run_size(args, envs, nodes):
                                                    args.load_concurrency),
                       load_phase, data, args):
             return sections  # nothing to measure on a partial dataset
+        for database in databases:
+            database.analyze()
+        if args.replica:
+            _phase(sections, srvs, 'Replica mode: GET limit=%d by 8 and 32 '
+                   'clients, %d workers, %gs per run, %d round%s' % (
+                       args.scheduler_limit, REPLICA_WORKERS,
+                       args.replica_seconds, args.replica_rounds,
+                       '' if args.replica_rounds == 1 else 's'),
+                   replica_phase, pair, args)
+            return sections
         if 'latency' not in args.skip:
             _phase(sections, srvs, 'Latency (%d workers, sequential requests)'
                    % LOAD_WORKERS, latency_phase, args)
@@ -296,13 +419,29 @@ def run_size(args, envs, nodes):
                    scheduler_phase, args)
     finally:
         servers.stop_all()
-        if not args.keep:
-            for database in databases:
-                database.drop()
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            log('kept %s' % workdir)
+        try:
+            if not args.keep:
+                for database in databases:
+                    database.drop()
+        finally:
+            if pair is not None:
+                pair.stop()
+            if not args.keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+            else:
+                log('kept %s' % workdir)
     return sections
+
+
+def _commit():
+    """This checkout's commit, marked when the service code differs."""
+    def git(*argv):
+        return subprocess.run(['git', '-C', environments.REPO] + list(argv),
+                              capture_output=True, text=True)
+    head = git('rev-parse', '--short', 'HEAD').stdout.strip() or 'unknown'
+    if git('diff', '--quiet', 'HEAD', '--', 'placement').returncode:
+        head += ' with uncommitted changes to placement/'
+    return head
 
 
 def _raise_interrupt(signum, frame):
@@ -318,17 +457,25 @@ def main(argv=None):
     log('upstream: %s\nours:     %s' % (envs[0].python, envs[1].python))
     try:
         for nodes in args.nodes:
+            commit = _commit()
             started = time.monotonic()
             load = os.getloadavg()[0]
             sections = run_size(args, envs, nodes)
-            heading = '### %s: %s, %d nodes%s' % (
+            heading = '### %s: %s, %d nodes%s%s' % (
                 datetime.date.today().isoformat(), args.backend, nodes,
+                ', replica mode' if args.replica else '',
                 ' (quick)' if args.quick else '')
-            facts = ('%d reps max per query, seed %d, %d CPUs, load average '
+            facts = ('Ours at %s; %s, seed %d, %d CPUs, load average '
                      '%.1f at start; %.0fs in all; microversion %s; times '
-                     'are client-side, ours/up < 1 means ours is faster.' % (
-                         args.reps, args.seed, os.cpu_count(), load,
-                         time.monotonic() - started, client.MICROVERSION))
+                     'are client-side%s.' % (
+                         commit,
+                         'primary and standby PostgreSQL on this machine'
+                         if args.replica else
+                         '%d reps max per query' % args.reps,
+                         args.seed, os.cpu_count(), load,
+                         time.monotonic() - started, client.MICROVERSION,
+                         '' if args.replica else
+                         ', ours/up < 1 means ours is faster'))
             body = '\n\n'.join(['#### %s\n\n%s' % (title, text)
                                 for title, text in sections] + [facts])
             log('\n%s\n\n%s\n' % (heading, body))

@@ -5,6 +5,7 @@ any exit path (normal end, error, Ctrl-C, SIGTERM). Servers run in their own
 session, so a kill of the process group reaches the gunicorn workers too.
 """
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -37,19 +38,23 @@ conn.close()
 '''
 _CREATE_POSTGRESQL = '''
 import sys, psycopg2
-conn = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres",
-                        dbname="postgres")
+# ANALYZE runs in the database itself, the rest from the maintenance one.
+conn = psycopg2.connect(host="127.0.0.1", port=int(sys.argv[3]),
+                        user="postgres", dbname=sys.argv[1]
+                        if sys.argv[2] == "analyze" else "postgres")
 conn.autocommit = True
 with conn.cursor() as cur:
     if sys.argv[2] == "end-sessions":
         cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE datname = %s AND pid <> pg_backend_pid()",
                     (sys.argv[1],))
+    elif sys.argv[2] == "analyze":
+        cur.execute("ANALYZE")
     else:
         cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % sys.argv[1])
     if sys.argv[2] == "create":
-        # An optional third argument names a database to copy.
-        template = ' TEMPLATE "%s"' % sys.argv[3] if sys.argv[3:] else ''
+        # An optional fourth argument names a database to copy.
+        template = ' TEMPLATE "%s"' % sys.argv[4] if sys.argv[4:] else ''
         cur.execute('CREATE DATABASE "%s"%s' % (sys.argv[1], template))
 conn.close()
 '''
@@ -77,29 +82,42 @@ conn.close()
 
 
 class Database:
-    """A fresh, empty database of the chosen backend."""
+    """A fresh, empty database of the chosen backend, on the system server
+    or, for PostgreSQL, on the one listening on ``port`` (the private
+    primary of the replica mode)."""
 
-    def __init__(self, backend, name, workdir, env):
+    def __init__(self, backend, name, workdir, env, port=None):
         if backend not in BACKENDS:
             raise ValueError('unknown backend %s' % backend)
+        if port and backend != 'postgresql':
+            raise ValueError('only PostgreSQL databases can be elsewhere')
         self.backend = backend
         self.name = name
         self.env = env
+        self.port = port or (3306 if backend == 'mysql' else 5432)
         self.sqlite_path = os.path.join(workdir, name + '.db')
 
     @property
     def url(self):
+        return self.url_at(self.port)
+
+    def url_at(self, port):
+        """The URL of this database on the server at ``port`` (e.g. the
+        standby that replicates it)."""
         if self.backend == 'sqlite':
             return 'sqlite:///' + self.sqlite_path
         if self.backend == 'mysql':
-            return ('mysql+pymysql://root@127.0.0.1:3306/%s?charset=utf8mb4'
-                    % self.name)
-        return 'postgresql+psycopg2://postgres@127.0.0.1:5432/%s' % self.name
+            return ('mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8mb4'
+                    % (port, self.name))
+        return 'postgresql+psycopg2://postgres@127.0.0.1:%d/%s' % (
+            port, self.name)
 
-    def _server_side(self, action):
-        script = (_CREATE_MYSQL if self.backend == 'mysql'
-                  else _CREATE_POSTGRESQL)
-        self.env.run_python(script, self.name, action)
+    def _server_side(self, action, *extra):
+        if self.backend == 'mysql':
+            self.env.run_python(_CREATE_MYSQL, self.name, action)
+        else:
+            self.env.run_python(_CREATE_POSTGRESQL, self.name, action,
+                                str(self.port), *extra)
 
     def create(self):
         self.drop()
@@ -118,8 +136,17 @@ class Database:
             self.create()
             self.env.run_python(_COPY_MYSQL, source.name, self.name)
         else:
-            self.env.run_python(_CREATE_POSTGRESQL, self.name, 'create',
-                                source.name)
+            self._server_side('create', source.name)
+
+    def analyze(self):
+        """Gather PostgreSQL's planner statistics now. Autovacuum would
+        do so a minute or more after a load, in the middle of the
+        measurements, and never in a ``copy_from`` copy: it starts with
+        no statistics and no changes to trigger them, so its plans are
+        the ones of empty tables (upstream's limit=1000 GET at 1,000
+        nodes took 433 ms there, 181 ms once analyzed)."""
+        if self.backend == 'postgresql':
+            self._server_side('analyze')
 
     def end_sessions(self):
         """End every connection to the database, with the statement it
@@ -137,7 +164,7 @@ class Database:
             self._server_side('drop')
 
 
-def _children(pid):
+def children(pid):
     """PIDs whose parent is ``pid`` (the gunicorn workers of a master)."""
     found = []
     for entry in os.listdir('/proc'):
@@ -179,20 +206,43 @@ class Server:
         self.client = Client(port)
         self.proc = None
         self.workers = 0
+        self.max_candidates = max_candidates
         os.makedirs(self.dir, exist_ok=True)
+        self.configure()
+
+    def configure(self, slave_connection=None, metrics=False):
+        """(Re)write placement.conf; the next ``start`` reads it.
+
+        ``slave_connection``: [placement_database] slave_connection (ours
+        reads the replica_routes requests from it, upstream ignores it);
+        ``metrics``: ours' [metrics] endpoint, every worker's numbers
+        collected in a multiprocess directory emptied by each start.
+        """
+        self.metrics = metrics
         with open(os.path.join(self.dir, 'placement.conf'), 'w') as conf:
             conf.write('[api]\nauth_strategy = noauth2\n'
                        '[placement_database]\nconnection = %s\n'
-                       % database.url)
-            if max_candidates is not None:
+                       % self.database.url)
+            if slave_connection:
+                conf.write('slave_connection = %s\n' % slave_connection)
+            if self.max_candidates is not None:
                 conf.write('[placement]\nmax_allocation_candidates = %d\n'
-                           % max_candidates)
+                           % self.max_candidates)
+            if metrics:
+                conf.write('[metrics]\nenabled = true\n')
+
+    @property
+    def _metrics_dir(self):
+        return os.path.join(self.dir, 'metrics')
 
     @property
     def _environ(self):
         env = dict(os.environ)
         env['OS_PLACEMENT_CONFIG_DIR'] = self.dir
         env['XDG_RUNTIME_DIR'] = self.dir
+        env.pop('PROMETHEUS_MULTIPROC_DIR', None)
+        if self.metrics:
+            env['PROMETHEUS_MULTIPROC_DIR'] = self._metrics_dir
         return env
 
     def sync_db(self):
@@ -203,6 +253,9 @@ class Server:
 
     def start(self, workers):
         self.stop()
+        if self.metrics:
+            shutil.rmtree(self._metrics_dir, ignore_errors=True)
+            os.makedirs(self._metrics_dir)
         log = open(os.path.join(self.dir, 'server.log'), 'ab')
         cmd = [self.env.script('gunicorn'), '-b', '127.0.0.1:%d' % self.port,
                '-w', str(workers), '--timeout', '900',
@@ -219,7 +272,7 @@ class Server:
         # Every worker imports the app on start; wait until all are up so
         # the first timed requests do not race worker boot.
         deadline = time.monotonic() + 30
-        while (len(_children(self.proc.pid)) < workers
+        while (len(children(self.proc.pid)) < workers
                and time.monotonic() < deadline):
             time.sleep(0.1)
 
@@ -233,13 +286,28 @@ class Server:
         """{pid: (rss_kb, hwm_kb)} of the master and its workers."""
         if self.proc is None:
             return {}
-        pids = [self.proc.pid] + _children(self.proc.pid)
+        pids = [self.proc.pid] + children(self.proc.pid)
         found = {}
         for pid in pids:
             usage = _memory_kb(pid)
             if usage is not None:
                 found[pid] = usage
         return found
+
+    def log_size(self):
+        try:
+            return os.path.getsize(os.path.join(self.dir, 'server.log'))
+        except OSError:
+            return 0
+
+    def log_since(self, offset):
+        """What the server logged after ``offset`` (a ``log_size``)."""
+        try:
+            with open(os.path.join(self.dir, 'server.log'), 'rb') as log:
+                log.seek(offset)
+                return log.read().decode(errors='replace')
+        except OSError:
+            return ''
 
     def log_tail(self, lines=20):
         try:

@@ -1,5 +1,6 @@
-"""What the benchmark measures: query latency, the bug-2070257 shape, and a
-concurrent scheduler loop, always against both servers alike."""
+"""What the benchmark measures: query latency, the bug-2070257 shape, a
+concurrent scheduler loop and concurrent candidate reads, always against
+both servers alike."""
 import json
 import threading
 import time
@@ -184,27 +185,18 @@ def first_allocation_request(text):
     return json.JSONDecoder().raw_decode(text, start)[0]
 
 
-class SchedulerStats:
-    def __init__(self, label, workers, clients):
+class LoopStats:
+    """What the client threads of one timed loop saw: failures by kind,
+    with the first few distinct ones kept as samples."""
+
+    def __init__(self, label, clients):
         self.label = label
-        self.workers = workers
         self.clients = clients
-        self.claims = 0
-        self.conflicts = 0
         self.server_errors = 0
         self.other_errors = 0
-        self.no_candidates = 0
-        self.conflict_codes = {}  # 409 error code -> count
-        self.claim_seconds = []
         self.elapsed = 0.0
         self.samples = []
-        self.touched = set()  # providers of successful claims
-        self.usage = {'consumer_count': 0}  # their 1.38 usages entry
         self._lock = threading.Lock()
-
-    @property
-    def throughput(self):
-        return self.claims / self.elapsed if self.elapsed else 0.0
 
     def note(self, field, sample=None):
         with self._lock:
@@ -212,6 +204,28 @@ class SchedulerStats:
             if sample and len(self.samples) < 5 and (
                     sample not in self.samples):
                 self.samples.append(sample)
+
+    def failed(self, what, resp):
+        """Count a non-200 answer: 5xx as server errors."""
+        self.note('server_errors' if resp.status >= 500 else 'other_errors',
+                  '%s %s %s' % (what, resp.status, resp.body[:200]))
+
+
+class SchedulerStats(LoopStats):
+    def __init__(self, label, workers, clients):
+        super().__init__(label, clients)
+        self.workers = workers
+        self.claims = 0
+        self.conflicts = 0
+        self.no_candidates = 0
+        self.conflict_codes = {}  # 409 error code -> count
+        self.claim_seconds = []
+        self.touched = set()  # providers of successful claims
+        self.usage = {'consumer_count': 0}  # their 1.38 usages entry
+
+    @property
+    def throughput(self):
+        return self.claims / self.elapsed if self.elapsed else 0.0
 
     def conflict(self, code):
         with self._lock:
@@ -234,9 +248,14 @@ def _error_code(resp):
         return '-'
 
 
+def scheduler_path(limit):
+    """The scheduler's GET: nova asks for ``limit`` (1000) candidates."""
+    return '/allocation_candidates?%s&limit=%d' % (SIMPLE, limit)
+
+
 def scheduler_loop(server, clients, duration, limit, stats):
     """``clients`` threads: GET candidates, claim the first, retry on 409."""
-    path = '/allocation_candidates?%s&limit=%d' % (SIMPLE, limit)
+    path = scheduler_path(limit)
     deadline = time.monotonic() + duration
 
     def one_client(_):
@@ -248,9 +267,7 @@ def scheduler_loop(server, clients, duration, limit, stats):
                 stats.note('other_errors', str(exc))
                 continue
             if resp.status != 200:
-                stats.note('server_errors' if resp.status >= 500
-                           else 'other_errors',
-                           'GET %s %s' % (resp.status, resp.body[:200]))
+                stats.failed('GET', resp)
                 continue
             request = first_allocation_request(resp.body.decode())
             if request is None:
@@ -275,9 +292,48 @@ def scheduler_loop(server, clients, duration, limit, stats):
             elif put.status == 409:
                 stats.conflict(_error_code(put))
             else:
-                stats.note('server_errors' if put.status >= 500
-                           else 'other_errors',
-                           'PUT %s %s' % (put.status, put.body[:200]))
+                stats.failed('PUT', put)
+
+    started = time.monotonic()
+    run_bounded(one_client, range(clients), clients)
+    stats.elapsed = time.monotonic() - started
+    return stats
+
+
+class ReadStats(LoopStats):
+    def __init__(self, label, clients):
+        super().__init__(label, clients)
+        self.seconds = []  # latency of each 200
+
+    @property
+    def requests(self):
+        return len(self.seconds)
+
+    @property
+    def throughput(self):
+        return self.requests / self.elapsed if self.elapsed else 0.0
+
+    def answered(self, seconds):
+        with self._lock:
+            self.seconds.append(seconds)
+
+
+def read_loop(server, clients, duration, path, stats):
+    """``clients`` threads repeating ``GET path`` for ``duration`` seconds
+    (the requests under way then are waited for and counted)."""
+    deadline = time.monotonic() + duration
+
+    def one_client(_):
+        while time.monotonic() < deadline:
+            try:
+                resp = server.client.get(path, timeout=120)
+            except ConnectionFailed as exc:
+                stats.note('other_errors', str(exc))
+                continue
+            if resp.status == 200:
+                stats.answered(resp.seconds)
+            else:
+                stats.failed('GET', resp)
 
     started = time.monotonic()
     run_bounded(one_client, range(clients), clients)
