@@ -54,14 +54,17 @@ class Database:
         return self._engine
 
     def sync(self):
-        """Write the standard classes and traits, once per process."""
+        """Write the standard classes and traits, once per process. If
+        that wrote any, no earlier replica check is trusted (the health
+        check may have made one): the replica lacks them until it has
+        replicated the write."""
         if self._synced:
             return
         with self._lock:
             if not self._synced:
-                db_engine.retry_on_transient(self._sync)
+                added = db_engine.retry_on_transient(self._sync)
                 self._synced = True
-                if self.replica is not None:
+                if added and self.replica is not None:
                     self.replica.expire()
 
     def replica_for(self, rule):
@@ -77,7 +80,7 @@ class Database:
     def _sync(self):
         with self._engine.begin() as connection:
             db_engine.claim_write_lock(connection)
-            standard.sync_standard(connection)
+            return standard.sync_standard(connection)
 
 
 def replica_rules(routes, url_map):

@@ -25,13 +25,15 @@ _MAX_ROUNDS = 3
 
 
 def sync_standard(connection):
-    """Insert any missing standard resource classes and traits.
+    """Insert any missing standard resource classes and traits; return how
+    many rows this call inserted.
 
     Idempotent and safe to run from several processes at once. Costs one
     SELECT per table when nothing is missing. The caller owns the transaction.
     """
-    _sync(connection, tables.resource_classes, _missing_resource_classes)
-    _sync(connection, tables.traits, _missing_traits)
+    return (_sync(connection, tables.resource_classes,
+                  _missing_resource_classes)
+            + _sync(connection, tables.traits, _missing_traits))
 
 
 def _missing_resource_classes(existing):
@@ -50,7 +52,7 @@ def _sync(connection, table, missing_rows):
         existing = set(connection.scalars(sa.select(table.c.name)))
         rows = missing_rows(existing)
         if not rows:
-            return
+            return 0
         try:
             # A savepoint keeps the caller's transaction usable if another
             # process inserted the same rows first (PostgreSQL aborts the
@@ -58,7 +60,7 @@ def _sync(connection, table, missing_rows):
             with connection.begin_nested(), _explicit_zero_ids(connection):
                 connection.execute(table.insert(), rows)
             LOG.info('Added %d standard %s', len(rows), table.name)
-            return
+            return len(rows)
         except sa.exc.IntegrityError:
             LOG.debug('Standard %s inserted concurrently; re-checking',
                       table.name)
