@@ -46,6 +46,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from placement.db import engine as db_engine
+
 LOG = logging.getLogger(__name__)
 
 DEFAULT_MAX_LAG = 1.0
@@ -92,8 +94,7 @@ class Replica:
     tests), ``clock`` a monotonic clock.
     """
 
-    def __init__(self, engine: sa.engine.Engine,
-                 primary: sa.engine.Engine | None = None,
+    def __init__(self, engine: sa.engine.Engine, primary: sa.engine.Engine,
                  max_lag: float = DEFAULT_MAX_LAG,
                  interval: float = DEFAULT_CHECK_INTERVAL,
                  on_check: Callable[[Check], Any] | None = None,
@@ -200,18 +201,16 @@ class Replica:
             self._on_check(check)
 
 
-def measure_lag(connection: sa.engine.Connection,
-                primary: sa.engine.Engine | None = None,
+def measure_lag(connection: sa.engine.Connection, primary: sa.engine.Engine,
                 bound: float = DEFAULT_MAX_LAG) -> float:
     """Seconds the server behind ``connection`` is behind ``primary`` (see
     the module docstring), waiting for it at most about ``bound`` seconds:
     a result above ``bound`` means "more than that". ReplicaUnusable if it
-    is not replicating. Without ``primary``, what the replica says of
-    itself."""
+    is not replicating."""
     name = connection.dialect.name
     if name == 'postgresql':
         return _postgresql_lag(connection, primary, bound)
-    if name in ('mysql', 'mariadb'):
+    if name in db_engine.MYSQL_BACKENDS:
         return _mysql_lag(connection, primary, bound)
     return 0.0
 
@@ -234,35 +233,17 @@ _PG_STANDBY = sa.text('SELECT pg_is_in_recovery()')
 _PG_PRIMARY_POSITION = sa.text('SELECT pg_current_wal_lsn()')
 _PG_REPLAYED = sa.text(
     'SELECT pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn)')
-_PG_REPLAY_AGE = sa.text("""
-SELECT CASE WHEN (SELECT count(*) FROM pg_stat_wal_receiver
-                  WHERE status = 'streaming') > 0
-                 AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()
-                 AND NOT pg_is_wal_replay_paused()
-            THEN 0.0
-            ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp())
-       END
-""")
-
-
 def _postgresql_lag(connection, primary, bound):
     if not connection.execute(_PG_STANDBY).scalar():
         return 0.0
-    if primary is None:
-        age = connection.execute(_PG_REPLAY_AGE).scalar()
-        if age is None:
-            raise ReplicaUnusable('standby has replayed nothing since it '
-                                  'started and is not streaming')
-        return max(0.0, float(age))
     # How long the standby takes to replay what the primary has written
     # now: that is its lag, whatever its link to the primary says.
     with primary.connect() as on_primary:
         position = on_primary.execute(_PG_PRIMARY_POSITION).scalar()
 
     def replayed():
-        done = connection.execute(_PG_REPLAYED, {'position': position})
-        connection.rollback()  # each poll reads afresh
-        return bool(done.scalar())
+        return bool(connection.execute(
+            _PG_REPLAYED, {'position': position}).scalar())
     return _caught_up_within(replayed, bound)
 
 
@@ -279,7 +260,7 @@ def _mysql_lag(connection, primary, bound):
                     or channel.get('Last_IO_Error')
                     or 'replication stopped'))
             behind.append(float(lag))
-        if primary is not None and _is_mariadb(connection):
+        if connection.dialect.is_mariadb:
             return _mariadb_gtid_lag(connection, primary, bound)
         # Whole seconds, rounded down: n means less than n + 1.
         worst = max(behind)
@@ -328,8 +309,3 @@ def _replication_channels(connection):
             continue
         return [dict(row) for row in result.mappings()]
     return []
-
-
-def _is_mariadb(connection):
-    return 'mariadb' in str(connection.exec_driver_sql(
-        'SELECT VERSION()').scalar()).lower()
