@@ -4,7 +4,8 @@ every such deployment must pass.
 ``running`` runs a server command in its own session, waits until the
 placement root answers and stops the whole process group afterwards.
 ``Client`` sends requests to an endpoint such as
-``http://127.0.0.1:PORT/placement``. The checks: ``check_links_carry_prefix``;
+``http://127.0.0.1:PORT/placement``, ``new_provider`` makes a provider through
+any such client. The checks: ``check_links_carry_prefix``;
 ``claim_race`` sends ``RACE_CLIENTS`` simultaneous claims for the last units
 of one provider and asserts that nothing was over-allocated;
 ``claim_races_in_log`` also finds each claim in the server's log, and
@@ -118,15 +119,17 @@ def check_links_carry_prefix(client):
     assert all(href.startswith(client.prefix + '/') for href in hrefs)
 
 
-def _provider(client, total):
+def new_provider(client, inventories, name_prefix='race-'):
+    """A new provider with ``inventories`` (as PUT takes them), made
+    through ``client`` (any object with ``request(method, path, json)``);
+    its uuid."""
     uuid = str(uuidlib.uuid4())
     response = client.request('POST', '/resource_providers',
-                              {'name': 'race-' + uuid, 'uuid': uuid})
+                              {'name': name_prefix + uuid, 'uuid': uuid})
     assert response.status_code == 200, response.text
     response = client.request(
         'PUT', '/resource_providers/%s/inventories' % uuid,
-        {'resource_provider_generation': 0,
-         'inventories': {'VCPU': {'total': total}}})
+        {'resource_provider_generation': 0, 'inventories': inventories})
     assert response.status_code == 200, response.text
     return uuid
 
@@ -158,7 +161,7 @@ def claim_race(client, capacity=40, left=8):
     fit, are exactly what is stored, and that every loser got the capacity
     409; returns {consumer: status} of the contenders.
     """
-    provider = _provider(client, capacity)
+    provider = new_provider(client, {'VCPU': {'total': capacity}})
     earlier, response = _claim(client, provider, capacity - left)
     assert response.status_code == 204, response.text
 

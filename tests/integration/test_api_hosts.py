@@ -36,6 +36,7 @@ import api_hosts
 from conftest import selected_backends
 from conftest import unavailable
 from galera import galera  # noqa: F401 (fixtures)
+import live_server
 
 pytestmark = pytest.mark.integration
 
@@ -123,15 +124,7 @@ def _check_logs(topology):
 # --- Helpers ----------------------------------------------------------------
 
 def _provider(client, inventories):
-    uuid = str(uuidlib.uuid4())
-    response = client.request('POST', '/resource_providers',
-                              {'name': 'hosts-' + uuid, 'uuid': uuid})
-    assert response.status_code == 200, response.text
-    response = client.request(
-        'PUT', '/resource_providers/%s/inventories' % uuid,
-        {'resource_provider_generation': 0, 'inventories': inventories})
-    assert response.status_code == 200, response.text
-    return uuid
+    return live_server.new_provider(client, inventories, 'hosts-')
 
 
 def _claim_body(resources, generation=None):
