@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from placement.db import engine as db_engine
 from placement.db import id_list
+from placement.db import packed
 from placement.db import tables
 
 _RP = tables.resource_providers
@@ -426,7 +427,7 @@ def _roots_statement(shape):
     query = sa.select(_RP.c.id).where(_RP.c.parent_provider_id.is_(None))
     if shape is not None:
         query = query.where(*_tree_usable(shape, _RP.c.id))
-    return query.order_by(_RP.c.id)
+    return query
 
 
 def usable_roots(conn: sa.Connection,
@@ -437,9 +438,11 @@ def usable_roots(conn: sa.Connection,
     merely takes a place in a batch.
     """
     if narrowing is None:
-        return conn.execute(_roots_statement(None)).scalars().all()
-    return conn.execute(_roots_statement(narrowing.shape()),
-                        narrowing.params()).scalars().all()
+        rows = packed.rows(conn, _roots_statement(None), (packed.INT,))
+    else:
+        rows = packed.rows(conn, _roots_statement(narrowing.shape()),
+                           (packed.INT,), narrowing.params())
+    return sorted(root for root, in rows)
 
 
 def providers_with_room(conn: sa.Connection,
@@ -506,11 +509,10 @@ def inventories(conn: sa.Connection, rc_ids: Iterable[int],
         conn.dialect.name, shape,
         selection if narrowing is not None else ALL, within)
     if ids is None:
-        rows = conn.execute(query, params).all()
+        rows = packed.rows(conn, query, _INVENTORY_KINDS, params)
     else:
-        rows = id_list.rows_among(conn, query, ids, params)
+        rows = id_list.rows_among(conn, query, ids, params, _INVENTORY_KINDS)
     if conn.dialect.name in db_engine.MYSQL_BACKENDS:
-        # MySQL sums into DECIMAL.
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
                           int(used))
@@ -519,6 +521,13 @@ def inventories(conn: sa.Connection, rc_ids: Iterable[int],
     return list(map(Inventory._make, rows))
 
 
+# The columns of _inventory_statement on MySQL (no sql_ratio there).
+_INVENTORY_KINDS = (
+    packed.INT, packed.INT, packed.INT, packed.OPTIONAL_INT, packed.INT,
+    packed.INT, packed.FLOAT, packed.INT, packed.INT, packed.INT, packed.INT)
+
+
+@functools.lru_cache(maxsize=64)
 def _single_precision(value):
     """allocation_ratio as MySQL computes with it: FLOAT columns are
     single precision there, which decides capacity edge cases the way
@@ -554,7 +563,8 @@ def _linked(conn, kind, ids):
     """
     if not ids:
         return []
-    return conn.execute(_linked_statement(kind), {'ids': sorted(ids)}).all()
+    return packed.rows(conn, _linked_statement(kind), (packed.INT,) * 3,
+                       {'ids': sorted(ids)})
 
 
 @functools.lru_cache(maxsize=4)
@@ -590,7 +600,8 @@ def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int]
     aggregate with one of ``provider_ids``: the trees they share with.
     """
     return id_list.rows_among(
-        conn, _sharing_anchors_statement(conn.dialect.name), provider_ids)
+        conn, _sharing_anchors_statement(conn.dialect.name), provider_ids,
+        kinds=(packed.INT, packed.INT))
 
 
 @functools.lru_cache(maxsize=8)
@@ -610,7 +621,7 @@ def parents(conn: sa.Connection, provider_ids: Iterable[int]
     """(id, parent id) of ``provider_ids``."""
     return id_list.rows_among(conn, _providers_statement(
         conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
-        provider_ids)
+        provider_ids, kinds=(packed.INT, packed.OPTIONAL_INT))
 
 
 @functools.lru_cache(maxsize=32)
@@ -636,12 +647,17 @@ def tree_members(conn: sa.Connection, roots: Iterable[int],
     """
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
-    rows = id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'root_provider_id', columns), roots)
+    rows = list(id_list.rows_among(conn, _providers_statement(
+        conn.dialect.name, 'root_provider_id', columns), roots,
+        kinds=_MEMBER_KINDS))
     seen = {row[0] for row in rows}
     rows += id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'id', columns), set(extra_ids) - seen)
+        conn.dialect.name, 'id', columns), set(extra_ids) - seen,
+        kinds=_MEMBER_KINDS)
     return rows
+
+
+_MEMBER_KINDS = (packed.INT, packed.TEXT, packed.OPTIONAL_INT, packed.INT)
 
 
 def provider_inventories(
@@ -653,7 +669,9 @@ def provider_inventories(
     but those of the classes ``skip_rc_ids``.
     """
     return _of_providers(conn, _provider_inventories_statement,
-                         roots, provider_ids, skip=sorted(skip_rc_ids))
+                         roots, provider_ids, skip=sorted(skip_rc_ids),
+                         kinds=(packed.INT, packed.TEXT, packed.INT,
+                                packed.INT, packed.FLOAT, packed.INT))
 
 
 @functools.lru_cache(maxsize=16)
@@ -675,8 +693,8 @@ def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
     """(provider, trait id) in the trees rooted at ``roots`` and of
     ``provider_ids``, in trait id order for each provider.
     """
-    return _of_providers(conn, _provider_traits_statement, roots,
-                         provider_ids)
+    return sorted(_of_providers(conn, _provider_traits_statement, roots,
+                                provider_ids, kinds=(packed.INT, packed.INT)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -685,8 +703,7 @@ def _provider_traits_statement(dialect, key):
     return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id)
             .select_from(
                 _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-            .where(id_list.among(_RP.c[key], dialect))
-            .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
+            .where(id_list.among(_RP.c[key], dialect)))
 
 
 def memberships(conn: sa.Connection) -> Sequence[tuple[int, int]]:
@@ -707,12 +724,13 @@ _TRAIT_NAMES = sa.select(_TRAIT.c.id, _TRAIT.c.name).where(
     _TRAIT.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
-def _of_providers(conn, statement, roots, provider_ids, **params):
+def _of_providers(conn, statement, roots, provider_ids, kinds, **params):
     """Rows of ``statement(dialect, key)`` (which joins resource_providers)
-    for the trees rooted at ``roots`` and for ``provider_ids``.
+    for the trees rooted at ``roots`` and for ``provider_ids``; ``kinds``
+    of its columns (see id_list.rows_among).
     """
     rows = []
     for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
         rows += id_list.rows_among(
-            conn, statement(conn.dialect.name, key), ids, params)
+            conn, statement(conn.dialect.name, key), ids, params, kinds)
     return rows

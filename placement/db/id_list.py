@@ -9,6 +9,8 @@ import json
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from placement.db import packed
+
 # Ids per statement where they are bound one by one.
 _SLICE = 5000
 
@@ -28,8 +30,10 @@ def among(column, dialect):
     return column.in_(sa.bindparam('ids', expanding=True))
 
 
-def rows_among(conn, statement, ids, params=None):
-    """All rows of ``statement`` (built with ``among``) for ``ids``."""
+def rows_among(conn, statement, ids, params=None, kinds=None):
+    """All rows of ``statement`` (built with ``among``) for ``ids``; read
+    packed through PyMySQL when the ``kinds`` of its columns are given
+    (see placement.db.packed: then in no particular order)."""
     ids = sorted(ids)
     if not ids:
         return []
@@ -42,6 +46,9 @@ def rows_among(conn, statement, ids, params=None):
                             dict(params, ids=json.dumps(ids))).all()
     rows = []
     for start in range(0, len(ids), _SLICE):
-        rows += conn.execute(statement, dict(
-            params, ids=ids[start:start + _SLICE])).all()
+        sliced = dict(params, ids=ids[start:start + _SLICE])
+        if kinds is None:
+            rows += conn.execute(statement, sliced).all()
+        else:
+            rows += packed.rows(conn, statement, kinds, sliced)
     return rows

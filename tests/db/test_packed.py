@@ -1,0 +1,76 @@
+"""placement.db.packed: the same rows as an ordinary read, on every
+backend, however many packs they come in and whatever cuts a pack short.
+"""
+import pytest
+import sqlalchemy as sa
+
+from placement.db import packed
+from placement.db import tables
+
+import sql_rows
+
+_RP = tables.resource_providers
+_INV = tables.inventories
+
+# Ratios whose printed forms are not their doubles' shortest forms.
+RATIOS = (1.0, 1.1, 0.3, 16.0, 3.3333333, 1.5e-05, 123456.7)
+
+STATEMENT = (
+    sa.select(_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
+              _INV.c.total, _INV.c.allocation_ratio)
+    .select_from(_RP.join(_INV, _INV.c.resource_provider_id == _RP.c.id)))
+KINDS = (packed.INT, packed.TEXT, packed.OPTIONAL_INT, packed.INT,
+         packed.FLOAT)
+
+
+@pytest.fixture
+def conn(backend):
+    with backend.engine.begin() as connection:
+        root = sql_rows.provider(connection)
+        for ratio in RATIOS:
+            child = sql_rows.provider(connection, parent_id=root['id'])
+            sql_rows.inventory(connection, child['id'], {
+                'VCPU': {'total': 8, 'allocation_ratio': ratio},
+                'DISK_GB': {'total': 2 ** 31 - 1}})
+        yield connection
+
+
+def plain(conn):
+    return sorted(tuple(row) for row in conn.execute(STATEMENT))
+
+
+def test_rows_are_those_of_a_plain_read(conn):
+    rows = packed.rows(conn, STATEMENT, KINDS)
+    assert sorted(tuple(row) for row in rows) == plain(conn)
+    assert len(rows) == 2 * len(RATIOS)
+    assert {row[2] for row in rows} != {None}
+
+
+def test_rows_over_several_packs(conn, monkeypatch):
+    monkeypatch.setattr(packed, 'ROWS_PER_PACK', 3)
+    packed._packed.cache_clear()
+    try:
+        rows = packed.rows(conn, STATEMENT, KINDS)
+    finally:
+        packed._packed.cache_clear()
+    assert sorted(rows) == plain(conn)
+
+
+def test_no_rows(conn):
+    assert list(packed.rows(conn, STATEMENT.where(_RP.c.id < 0), KINDS)) \
+        == []
+
+
+@pytest.mark.backends('mysql')
+def test_a_pack_cut_short_is_read_again_unpacked(conn, caplog):
+    conn.exec_driver_sql('SET SESSION group_concat_max_len = 20')
+    try:
+        rows = packed.rows(conn, STATEMENT, KINDS)
+    finally:
+        # The connection goes back to the pool for other tests.
+        conn.exec_driver_sql('SET SESSION group_concat_max_len = DEFAULT')
+    assert sorted(tuple(row) for row in rows) == plain(conn)
+    # mysqlclient decodes in C: its rows are never packed.
+    packing = (conn.dialect.name, conn.dialect.driver) in \
+        packed.PACKING_DRIVERS
+    assert ('cut short' in caplog.text) == packing
