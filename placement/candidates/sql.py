@@ -364,10 +364,11 @@ def _with_usage(dialect, rows, rc_ids, listed):
 
     Each row's usage is looked up on the (provider, class, used) index,
     but for a scan that is not restricted to ``listed`` trees or
-    providers on PostgreSQL: that sums the classes' allocations once, as
-    it would JIT-compile the correlated form of a large scan.
+    providers on PostgreSQL and MySQL: that sums the classes' allocations
+    once, as PostgreSQL would JIT-compile the correlated form of a large
+    scan and MariaDB takes a third longer over it.
     """
-    if dialect != 'postgresql' or listed:
+    if dialect == 'sqlite' or listed:
         return rows, _used()
     usage = (sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.resource_class_id,

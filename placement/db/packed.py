@@ -2,19 +2,22 @@
 
 PyMySQL decodes every field of every row in Python: about 14 us per row
 of the candidate engine's inventory reads, most of such a request's time.
-So through PyMySQL ``rows`` asks the server to join the fields of up to ``ROWS_PER_PACK``
-rows into one comma-separated string (CONCAT_WS within a row,
+So through PyMySQL ``rows`` asks the server to join the fields of up to
+``ROWS_PER_PACK`` rows into one comma-separated string (CONCAT_WS within a row,
 GROUP_CONCAT across rows), and splits and converts the strings a column
 at a time with Python's C built-ins. Drivers that decode in C
 (mysqlclient, psycopg2, sqlite3) run the statement as it is: for them
 packing costs more than it saves.
 
-Only columns that print without a comma can travel so: integers, floats
-and names or uuids (``kinds`` tells which). A pack is checked against the
+Columns travel as they print when that holds no comma (integers, floats,
+uuids, class and trait names), other strings in hexadecimal (``kinds``
+tells which). A pack is checked against the
 row count it comes with, so one cut short by ``group_concat_max_len``
 (1 MiB by default; a pack stays far below it) is never taken for data:
 the statement is then read unpacked.
 """
+import dataclasses
+import datetime
 import functools
 import logging
 from typing import Any
@@ -31,36 +34,45 @@ PACKING_DRIVERS = frozenset({('mysql', 'pymysql'), ('mariadb', 'pymysql')})
 ROWS_PER_PACK = 1000
 
 
-def _ints(tokens):
-    return list(map(int, tokens))
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """How a column travels in a pack: ``sql`` wraps it there (None: as
+    it is), ``nullable`` turns NULL into an empty field, and ``decode``
+    turns a column's fields back into values."""
+    decode: Callable[[list[str]], list[Any]]
+    sql: Callable[[Any], Any] | None = None
+    nullable: bool = False
 
 
-def _optional_ints(tokens):
-    return [int(token) if token else None for token in tokens]
+def _optional(convert):
+    def decode(tokens):
+        return [convert(token) if token else None for token in tokens]
+    return decode
 
 
-def _floats(tokens):
-    return list(map(float, tokens))
+def _from_hex(tokens):
+    return [bytes.fromhex(token).decode() for token in tokens]
 
 
-def _texts(tokens):
-    return tokens
-
-
-# The kinds of column: how a column's tokens become values.
-INT: Callable[[list[str]], list[Any]] = _ints
-OPTIONAL_INT: Callable[[list[str]], list[Any]] = _optional_ints
-FLOAT: Callable[[list[str]], list[Any]] = _floats
-# A string that holds no comma (a uuid, a class or trait name).
-TEXT: Callable[[list[str]], list[Any]] = _texts
+INT = Kind(lambda tokens: list(map(int, tokens)))
+OPTIONAL_INT = Kind(_optional(int), nullable=True)
+FLOAT = Kind(lambda tokens: list(map(float, tokens)))
+# A string that holds no comma and is never empty (a uuid, a class or
+# trait name).
+TEXT = Kind(lambda tokens: tokens)
+OPTIONAL_TEXT = Kind(_optional(str), nullable=True)
+# Any string (a provider's name): it travels in hexadecimal.
+ANY_TEXT = Kind(_from_hex, sql=sa.func.hex)
+# DATETIME (no fractional seconds), as PyMySQL gives it: naive.
+OPTIONAL_DATETIME = Kind(_optional(datetime.datetime.fromisoformat),
+                         nullable=True)
 
 
 class Truncated(Exception):
     """A pack held fewer fields than its rows have."""
 
 
-def rows(conn: sa.Connection, statement: sa.Select,
-         kinds: Sequence[Callable[[list[str]], list[Any]]],
+def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
          params: dict[str, Any] | None = None) -> Sequence[Sequence[Any]]:
     """The rows of ``statement``, one kind of ``kinds`` per column: packed
     through PyMySQL (as tuples, in no particular order), else as the
@@ -90,7 +102,8 @@ def _unpack(packs, kinds):
         raise Truncated()
     if not expected:
         return []
-    columns = [kind(tokens[i::width]) for i, kind in enumerate(kinds)]
+    columns = [kind.decode(tokens[i::width])
+               for i, kind in enumerate(kinds)]
     return list(zip(*columns))
 
 
@@ -100,8 +113,12 @@ def _packed(statement, kinds):
     ROWS_PER_PACK rows. A NULL becomes an empty field (CONCAT_WS would
     skip it)."""
     inner = statement.subquery('unpacked')
-    fields = [sa.func.coalesce(column, '') if kind is OPTIONAL_INT
-              else column for column, kind in zip(inner.c, kinds)]
+    fields = []
+    for column, kind in zip(inner.c, kinds):
+        if kind.sql is not None:
+            column = kind.sql(column)
+        fields.append(sa.func.coalesce(column, '') if kind.nullable
+                      else column)
     numbered = sa.select(
         *fields,
         ((sa.func.row_number().over() - 1) // ROWS_PER_PACK).label('pack'),

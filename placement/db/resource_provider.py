@@ -1,10 +1,13 @@
 """Resource providers: lookup, listing with filters, create, update (rename,
 re-parent), delete, and the generation guard every write uses.
 """
+import operator
+
 import sqlalchemy as sa
 
 from placement import exception
 from placement.db import id_list
+from placement.db import packed
 from placement.db import tables
 
 _RP = tables.resource_providers
@@ -167,12 +170,22 @@ def list_all(conn, name=None, uuid=None, ids=None):
         query = query.where(_RP.c.name == name)
     if uuid is not None:
         query = query.where(_RP.c.uuid == uuid)
-    query = query.order_by(_RP.c.id)
     if ids is None:
-        return [dict(row) for row in conn.execute(query).mappings()]
+        return [dict(row) for row in
+                conn.execute(query.order_by(_RP.c.id)).mappings()]
     query = query.where(id_list.among(_RP.c.id, conn.dialect.name))
-    return [dict(row._mapping)
-            for row in id_list.rows_among(conn, query, ids)]
+    keys = [column.key for column in query.selected_columns]
+    rows = id_list.rows_among(conn, query, ids, kinds=_ROW_KINDS)
+    return sorted((dict(zip(keys, row)) for row in rows),
+                  key=operator.itemgetter('id'))
+
+
+# The columns of _select(), for a packed read of many rows.
+_ROW_KINDS = (packed.INT, packed.TEXT, packed.ANY_TEXT, packed.INT,
+              packed.OPTIONAL_INT, packed.OPTIONAL_INT,
+              packed.OPTIONAL_DATETIME,
+              packed.OPTIONAL_DATETIME, packed.OPTIONAL_TEXT,
+              packed.OPTIONAL_TEXT)
 
 
 def create(conn, uuid, name, parent_uuid=None):
