@@ -3,8 +3,13 @@
 Backends
     ``backend`` is parametrized over sqlite, mysql and postgresql: every test
     that uses it (directly or through ``app``/``api``/``conf_factory``) runs
-    once per backend. Each test session creates its own databases, named
-    ``ptest_<random>``, migrates them once with
+    once per backend. The tests whose outcome depends on the driver
+    (``DRIVER_TESTS``: the db layer, concurrent claims, 4-byte UTF-8) also
+    run on the variant ``mysqldb``: the MariaDB server through mysqlclient
+    (``mysql+mysqldb://``) instead of PyMySQL, as backend ``mysql``; where
+    mysqlclient does not import, they skip (fail under ``CI=true``). Each
+    test session creates its own databases, named
+    ``ptest_<random>_<backend>``, migrates them once with
     ``placement.db.migration.upgrade`` and drops them at the end. Before each
     test all rows are deleted except the standard resource classes and
     traits (whose ids stay put), so tests are isolated but cheap.
@@ -14,7 +19,12 @@ Backends
     instead. Servers: ``PLACEMENT_TEST_MYSQL_URL`` (default
     ``mysql+pymysql://root@127.0.0.1:3306/``) and ``PLACEMENT_TEST_PG_URL``
     (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
-    ``PLACEMENT_TEST_BACKENDS=sqlite,postgresql`` limits the backends run.
+    ``PLACEMENT_TEST_BACKENDS=sqlite,postgresql`` limits the backends run
+    (``mysql`` brings its variant ``mysqldb`` along; ``mysqldb`` alone
+    runs just that, on the ``PLACEMENT_TEST_MYSQL_URL`` server).
+    ``mysql_driver`` is parametrized over PyMySQL and mysqlclient, by
+    their SQLAlchemy names (``pymysql``, ``mysqldb``), for tests of other
+    MariaDB servers (tests/integration).
 
     ``backend`` itself is a ``Backend``: ``.name``, ``.url`` and ``.engine``
     (shared by every test of the session on that backend).
@@ -71,6 +81,28 @@ from placement.db import tables
 import sql_rows
 
 BACKENDS = ('sqlite', 'mysql', 'postgresql')
+# Backend variants: the server of a backend through another driver, run
+# by the tests whose outcome depends on the driver (DRIVER_TESTS); they
+# see the variant as that backend (``backend.name`` 'mysql').
+DRIVER_VARIANTS = {'mysqldb': 'mysql'}
+DRIVER_TESTS = (
+    'tests/db/',
+    'tests/api/test_allocation_race.py',
+    'tests/api/test_pipeline.py::test_four_byte_utf8_round_trip',
+    'tests/api/test_pipeline.py::test_four_byte_utf8_in_lookups',
+    'tests/api/test_request_hygiene.py::'
+    'test_text_an_adopted_utf8mb3_table_cannot_hold_is_a_400',
+)
+MYSQL_DRIVERS = ('pymysql', 'mysqldb')
+
+
+def with_driver(url, driver):
+    """``url`` (a string) through ``driver`` instead of its own."""
+    url = sa.engine.make_url(url)
+    return url.set(drivername='%s+%s' % (url.get_backend_name(), driver)
+                   ).render_as_string(hide_password=False)
+
+
 SERVERS = {
     'mysql': os.environ.get('PLACEMENT_TEST_MYSQL_URL',
                             'mysql+pymysql://root@127.0.0.1:3306/'),
@@ -78,6 +110,7 @@ SERVERS = {
                                  'postgresql://postgres@127.0.0.1:5432/'
                                  'postgres'),
 }
+SERVERS['mysqldb'] = with_driver(SERVERS['mysql'], 'mysqldb')
 DEFAULT_VERSION = '1.39'
 ADMIN_TOKEN = 'admin'
 # Backend name -> why its server could not be used, for the final summary.
@@ -104,28 +137,44 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.line(reason, red=True, bold=True)
 
 
-def selected_backends():
+def _chosen():
     names = os.environ.get('PLACEMENT_TEST_BACKENDS', '').strip()
+    known = BACKENDS + tuple(DRIVER_VARIANTS)
     if not names:
-        return BACKENDS
+        return known
     chosen = tuple(n.strip() for n in names.split(',') if n.strip())
-    unknown = set(chosen) - set(BACKENDS)
+    unknown = set(chosen) - set(known)
     if unknown:
         raise pytest.UsageError(
             'PLACEMENT_TEST_BACKENDS: unknown backend(s) %s; choose from %s'
-            % (', '.join(sorted(unknown)), ', '.join(BACKENDS)))
+            % (', '.join(sorted(unknown)), ', '.join(known)))
     return chosen
+
+
+def selected_backends():
+    """The backends PLACEMENT_TEST_BACKENDS names (all by default)."""
+    return tuple(name for name in _chosen() if name in BACKENDS)
+
+
+def selected_variants():
+    """The driver variants named, or whose backend is."""
+    chosen = _chosen()
+    return tuple(variant for variant, backend in DRIVER_VARIANTS.items()
+                 if variant in chosen or backend in chosen)
 
 
 def pytest_generate_tests(metafunc):
     if 'backend' not in metafunc.fixturenames:
         return
     backends = list(selected_backends())
+    if metafunc.definition.nodeid.startswith(DRIVER_TESTS):
+        backends += selected_variants()
     if metafunc.definition.get_closest_marker('sqlite_only'):
         backends = ['sqlite']
     only = metafunc.definition.get_closest_marker('backends')
     if only:
-        backends = [name for name in backends if name in only.args]
+        backends = [name for name in backends
+                    if DRIVER_VARIANTS.get(name, name) in only.args]
     metafunc.parametrize('backend', backends, indirect=True)
 
 
@@ -168,18 +217,22 @@ class _Databases:
                 unavailable(str(exc))
         return self._backends[name]
 
+    def _database_name(self, name):
+        return '%s_%s' % (self._name, name)
+
     def _create(self, name):
+        database = self._database_name(name)
         if name == 'sqlite':
-            url = 'sqlite:///%s' % (self._tmp_dir / (self._name + '.db'))
+            url = 'sqlite:///%s' % (self._tmp_dir / (database + '.db'))
         else:
             admin = self._admin_engine(name)
             with admin.connect() as conn:
-                conn.exec_driver_sql('CREATE DATABASE %s' % self._name)
+                conn.exec_driver_sql('CREATE DATABASE %s' % database)
             url = db_engine.normalize_url(SERVERS[name]).set(
-                database=self._name).render_as_string(hide_password=False)
+                database=database).render_as_string(hide_password=False)
         engine = db_engine.create_engine(make_conf(url))
         migration.upgrade(engine)
-        return Backend(name, url, engine)
+        return Backend(DRIVER_VARIANTS.get(name, name), url, engine)
 
     def _admin_engine(self, name):
         engine = admin_engine(name)
@@ -191,25 +244,51 @@ class _Databases:
             backend.engine.dispose()
         # Every database created, even one whose migration failed.
         for name, admin in self._admin_engines.items():
+            database = self._database_name(name)
             with admin.connect() as conn:
                 if name == 'postgresql':
                     conn.exec_driver_sql(
-                        'DROP DATABASE IF EXISTS %s WITH (FORCE)' % self._name)
+                        'DROP DATABASE IF EXISTS %s WITH (FORCE)' % database)
                 else:
                     conn.exec_driver_sql(
-                        'DROP DATABASE IF EXISTS %s' % self._name)
+                        'DROP DATABASE IF EXISTS %s' % database)
             admin.dispose()
 
 
 class _ServerUnreachable(Exception):
-    pass
+    """A backend's server does not answer, or its driver does not import."""
+
+
+def missing_driver(url):
+    """Why the driver of ``url`` cannot be used, or None if it imports."""
+    url = sa.engine.make_url(url)
+    try:
+        url.get_dialect().import_dbapi()
+    except ImportError as exc:
+        return ('the %s driver does not import (%s): its tests are NOT being '
+                'run (README.md, "MariaDB drivers", says how to install it)'
+                % (url.drivername, exc))
+    return None
+
+
+@pytest.fixture(params=MYSQL_DRIVERS)
+def mysql_driver(request):
+    """Each MySQL driver's name, unavailable() where it does not import."""
+    missing = missing_driver('mysql+%s://' % request.param)
+    if missing:
+        unavailable(missing)
+    return request.param
 
 
 def admin_engine(name):
     """An AUTOCOMMIT engine on the ``name`` server (to create and drop
-    databases); _ServerUnreachable if it does not answer.
+    databases); _ServerUnreachable if it does not answer, or its driver
+    does not import.
     """
     url = db_engine.normalize_url(SERVERS[name])
+    missing = missing_driver(url)
+    if missing:
+        raise _ServerUnreachable(missing)
     engine = sa.create_engine(url, isolation_level='AUTOCOMMIT',
                               connect_args={'connect_timeout': 5})
     try:

@@ -2,9 +2,11 @@
 # Install what the integration tests (tests/integration, marker
 # `integration`) need beyond the project's Python requirements: Debian's
 # Apache httpd with its development files, mod_wsgi built for the test
-# venv's Python, and what tools/galera.sh runs its MariaDB Galera cluster
-# with (mariadb-server, galera-4, rsync for SST, haproxy) and the PostgreSQL
-# server tools/pg-replica.sh runs (postgresql, when no version is installed).
+# venv's Python, the MariaDB client headers mysqlclient builds against
+# (its tests are not only integration ones), and what tools/galera.sh runs
+# its MariaDB Galera cluster with (mariadb-server, galera-4, rsync for SST,
+# haproxy) and the PostgreSQL server tools/pg-replica.sh runs (postgresql,
+# when no version is installed).
 # Idempotent: each step runs only when its result is missing (apt is not
 # called at all when every package is installed, so a running system MariaDB
 # or PostgreSQL is never upgraded or restarted), and the package lists are
@@ -18,6 +20,9 @@ cd "$(dirname "$0")/.."
 . tools/venv.sh
 
 APT_PACKAGES=(apache2 apache2-dev)
+# The client headers mysqlclient (mysql+mysqldb://) builds against: with
+# them, ensure_venv (tools/venv.sh) installs it into the venv.
+APT_PACKAGES+=(libmariadb-dev pkg-config)
 # tools/galera.sh: three mariadbd with the Galera provider, rsync for state
 # transfers, HAProxy in front.
 APT_PACKAGES+=(mariadb-server galera-4 rsync haproxy)

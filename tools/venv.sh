@@ -1,13 +1,33 @@
 # Sourced by the tools/ scripts: make sure $VENV (default .venv) has the
-# project and its test and lint requirements installed, in editable mode.
-# Installs again only when pyproject.toml changed.
+# project and its test and lint requirements installed, in editable mode,
+# and mysqlclient (extra "mysqlclient") where its build finds the MariaDB
+# or MySQL client headers (tools/integration-deps.sh installs them);
+# without, its tests skip (fail under CI=true). Installs again only when
+# pyproject.toml or the extras changed.
+
+# The pkg-config names mysqlclient's build looks for.
+mysql_client_headers() {
+    local name
+    command -v pkg-config >/dev/null || return 1
+    for name in mysqlclient mariadb libmariadb perconaserverclient; do
+        pkg-config --exists "$name" && return 0
+    done
+    return 1
+}
 
 ensure_venv() {
     PYTHON=${PYTHON:-python3}
     VENV=${VENV:-.venv}
     local stamp="$VENV/.placement-installed"
+    local extras=test,lint
     local wanted
-    wanted=$(cksum < pyproject.toml)
+    if mysql_client_headers; then
+        extras+=,mysqlclient
+    else
+        echo "No MariaDB/MySQL client headers (libmariadb-dev, pkg-config):" \
+            "$VENV goes without mysqlclient" >&2
+    fi
+    wanted="$(cksum < pyproject.toml) $extras"
 
     if [ ! -x "$VENV/bin/python" ]; then
         echo "Creating $VENV" >&2
@@ -15,7 +35,7 @@ ensure_venv() {
     fi
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
         echo "Installing the project into $VENV" >&2
-        "$VENV/bin/python" -m pip install --quiet -e '.[test,lint]'
+        "$VENV/bin/python" -m pip install --quiet -e ".[$extras]"
         echo "$wanted" > "$stamp"
     fi
 }

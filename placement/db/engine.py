@@ -20,6 +20,8 @@ LOG = logging.getLogger(__name__)
 # Backend (and dialect) names under which SQLAlchemy talks to MySQL/MariaDB.
 MYSQL_BACKENDS = frozenset({'mysql', 'mariadb'})
 
+# The drivers bare backend names get. A named one is kept: mysql+mysqldb
+# (mysqlclient) is supported as well as PyMySQL, and classified alike.
 _DEFAULT_DRIVERS = {'mysql': 'mysql+pymysql', 'mariadb': 'mariadb+pymysql',
                     'postgresql': 'postgresql+psycopg2'}
 _THREE_BYTE_CHARSETS = {'utf8', 'utf8mb3'}
