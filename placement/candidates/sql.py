@@ -428,7 +428,7 @@ def _roots_statement(shape):
     query = sa.select(_RP.c.id).where(_RP.c.parent_provider_id.is_(None))
     if shape is not None:
         query = query.where(*_tree_usable(shape, _RP.c.id))
-    return query
+    return query.order_by(_RP.c.id)
 
 
 def usable_roots(conn: sa.Connection,
@@ -439,11 +439,12 @@ def usable_roots(conn: sa.Connection,
     merely takes a place in a batch.
     """
     if narrowing is None:
-        rows = packed.rows(conn, _roots_statement(None), (packed.INT,))
+        rows = packed.rows(conn, _roots_statement(None), (packed.INT,),
+                           ordered=True)
     else:
         rows = packed.rows(conn, _roots_statement(narrowing.shape()),
-                           (packed.INT,), narrowing.params())
-    return sorted(root for root, in rows)
+                           (packed.INT,), narrowing.params(), ordered=True)
+    return [root for root, in rows]
 
 
 def providers_with_room(conn: sa.Connection,
@@ -694,8 +695,9 @@ def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
     """(provider, trait id) in the trees rooted at ``roots`` and of
     ``provider_ids``, in trait id order for each provider.
     """
-    return sorted(_of_providers(conn, _provider_traits_statement, roots,
-                                provider_ids, kinds=(packed.INT, packed.INT)))
+    return _of_providers(conn, _provider_traits_statement, roots,
+                         provider_ids, kinds=(packed.INT, packed.INT),
+                         ordered=True)
 
 
 @functools.lru_cache(maxsize=16)
@@ -704,7 +706,8 @@ def _provider_traits_statement(dialect, key):
     return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id)
             .select_from(
                 _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-            .where(id_list.among(_RP.c[key], dialect)))
+            .where(id_list.among(_RP.c[key], dialect))
+            .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
 
 
 def memberships(conn: sa.Connection) -> Sequence[tuple[int, int]]:
@@ -725,13 +728,15 @@ _TRAIT_NAMES = sa.select(_TRAIT.c.id, _TRAIT.c.name).where(
     _TRAIT.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
-def _of_providers(conn, statement, roots, provider_ids, kinds, **params):
+def _of_providers(conn, statement, roots, provider_ids, kinds,
+                  ordered=False, **params):
     """Rows of ``statement(dialect, key)`` (which joins resource_providers)
     for the trees rooted at ``roots`` and for ``provider_ids``; ``kinds``
-    of its columns (see id_list.rows_among).
+    of its columns and ``ordered`` as for id_list.rows_among.
     """
     rows = []
     for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
         rows += id_list.rows_among(
-            conn, statement(conn.dialect.name, key), ids, params, kinds)
+            conn, statement(conn.dialect.name, key), ids, params, kinds,
+            ordered)
     return rows

@@ -67,10 +67,11 @@ def _compile_among_ids(element, sql_compiler, **kw):
                                  **kw))
 
 
-def rows_among(conn, statement, ids, params=None, kinds=None):
+def rows_among(conn, statement, ids, params=None, kinds=None,
+               ordered=False):
     """All rows of ``statement`` (built with ``among``) for ``ids``; read
     packed through PyMySQL when the ``kinds`` of its columns are given
-    (see placement.db.packed: then in no particular order)."""
+    (see placement.db.packed, and its ``ordered``)."""
     ids = sorted(ids)
     if not ids:
         return []
@@ -83,15 +84,16 @@ def rows_among(conn, statement, ids, params=None, kinds=None):
                             dict(params, ids=json.dumps(ids))).all()
     if _json_table(conn.dialect):
         return _rows(conn, statement, dict(params, ids=json.dumps(ids)),
-                     kinds)
+                     kinds, ordered)
     rows = []
     for start in range(0, len(ids), _SLICE):
         rows += _rows(conn, statement,
-                      dict(params, ids=ids[start:start + _SLICE]), kinds)
+                      dict(params, ids=ids[start:start + _SLICE]), kinds,
+                      ordered)
     return rows
 
 
-def _rows(conn, statement, params, kinds):
+def _rows(conn, statement, params, kinds, ordered):
     if kinds is None:
         return conn.execute(statement, params).all()
-    return list(packed.rows(conn, statement, kinds, params))
+    return list(packed.rows(conn, statement, kinds, params, ordered))

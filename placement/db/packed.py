@@ -73,20 +73,26 @@ class Truncated(Exception):
 
 
 def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
-         params: dict[str, Any] | None = None) -> Sequence[Sequence[Any]]:
+         params: dict[str, Any] | None = None,
+         ordered: bool = False) -> Sequence[Sequence[Any]]:
     """The rows of ``statement``, one kind of ``kinds`` per column: packed
-    through PyMySQL (as tuples, in no particular order), else as the
-    driver gives them. ``statement`` should be built once (cached), as
-    its packed form is cached by identity.
+    through PyMySQL (as tuples), else as the driver gives them. Packed
+    rows come in no particular order unless ``ordered``: then sorted, as
+    the statement's ORDER BY of its leading columns would. ``statement``
+    should be built once (cached), as its packed form is cached by
+    identity.
     """
     if (conn.dialect.name, conn.dialect.driver) not in PACKING_DRIVERS:
         return conn.execute(statement, params).all()
     try:
-        return _unpack(conn.execute(_packed(statement, tuple(kinds)),
-                                    params), kinds)
+        found = _unpack(conn.execute(_packed(statement, tuple(kinds)),
+                                     params), kinds)
     except Truncated:
         LOG.warning('A packed read was cut short; reading it unpacked')
         return conn.execute(statement, params).all()
+    if ordered:
+        found.sort()
+    return found
 
 
 def _unpack(packs, kinds):

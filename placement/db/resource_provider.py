@@ -1,8 +1,6 @@
 """Resource providers: lookup, listing with filters, create, update (rename,
 re-parent), delete, and the generation guard every write uses.
 """
-import operator
-
 import sqlalchemy as sa
 
 from placement import exception
@@ -170,14 +168,13 @@ def list_all(conn, name=None, uuid=None, ids=None):
         query = query.where(_RP.c.name == name)
     if uuid is not None:
         query = query.where(_RP.c.uuid == uuid)
+    query = query.order_by(_RP.c.id)
     if ids is None:
-        return [dict(row) for row in
-                conn.execute(query.order_by(_RP.c.id)).mappings()]
+        return [dict(row) for row in conn.execute(query).mappings()]
     query = query.where(id_list.among(_RP.c.id, conn.dialect.name))
     keys = [column.key for column in query.selected_columns]
-    rows = id_list.rows_among(conn, query, ids, kinds=_ROW_KINDS)
-    return sorted((dict(zip(keys, row)) for row in rows),
-                  key=operator.itemgetter('id'))
+    return [dict(zip(keys, row)) for row in id_list.rows_among(
+        conn, query, ids, kinds=_ROW_KINDS, ordered=True)]
 
 
 # The columns of _select(), for a packed read of many rows.

@@ -74,3 +74,15 @@ def test_a_pack_cut_short_is_read_again_unpacked(conn, caplog):
     packing = (conn.dialect.name, conn.dialect.driver) in \
         packed.PACKING_DRIVERS
     assert ('cut short' in caplog.text) == packing
+
+
+def test_ordered_rows_keep_the_order_by(conn, monkeypatch):
+    monkeypatch.setattr(packed, 'ROWS_PER_PACK', 3)
+    packed._packed.cache_clear()
+    ordered = STATEMENT.order_by(_RP.c.id, _INV.c.total)
+    try:
+        rows = packed.rows(conn, ordered, KINDS, ordered=True)
+    finally:
+        packed._packed.cache_clear()
+    assert [tuple(row) for row in rows] == [
+        tuple(row) for row in conn.execute(ordered)]
