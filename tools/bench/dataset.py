@@ -1,4 +1,5 @@
-"""The seeded dataset, and loading it into a server over the REST API.
+"""The seeded dataset, and loading it into a server over the REST API
+(bulk.py writes the same dataset straight into a database).
 
 The same seed gives the same providers, UUIDs, inventories, traits,
 aggregates and allocations, so both servers hold identical data.
@@ -10,12 +11,15 @@ Shape for N compute nodes:
   CUSTOM_PHYSNET_* trait.
 * 10% shared-storage nodes: no local disk; groups of 25 share an aggregate
   with a sharing provider (DISK_GB, MISC_SHARES_VIA_AGGREGATE).
-* Traits: HW_CPU_X86_AVX2 on half, CUSTOM_GOLD/SILVER/MAINTENANCE on some.
+* Traits: HW_CPU_X86_AVX2 on half, CUSTOM_GOLD/SILVER/MAINTENANCE on some,
+  CUSTOM_BENCH_RARE on the first 5 plain nodes whatever the size.
 * Every node in one of 10 "availability zone" aggregates.
 * Allocations fill about half of the memory (40-80% targets; 5% of nodes full),
   with 1-6 consumers per node.
 * The bug-2070257 tree: a root with 8 children holding 1-6 units each of
   CUSTOM_BENCH_BUG, and nothing else.
+* The bug-2126751 tree (a GPU or PCI host): a root with 8 children holding
+  one unit each of CUSTOM_BENCH_WIDE, and nothing else.
 """
 import random
 import threading
@@ -38,8 +42,16 @@ VF_PER_PF = 16
 SHARED_DISK_GB = 100000
 BUG_CLASS = 'CUSTOM_BENCH_BUG'
 BUG_CHILDREN = 8
+WIDE_CLASS = 'CUSTOM_BENCH_WIDE'
+WIDE_CHILDREN = 8
+CUSTOM_CLASSES = (BUG_CLASS, WIDE_CLASS)
+# On the first RARE_TREES plain nodes at any size: a required trait whose
+# answer does not grow with the cloud.
+RARE_TRAIT = 'CUSTOM_BENCH_RARE'
+RARE_TREES = 5
 CUSTOM_TRAITS = ('CUSTOM_GOLD', 'CUSTOM_SILVER', 'CUSTOM_MAINTENANCE',
-                 'CUSTOM_PHYSNET_A', 'CUSTOM_PHYSNET_B', 'CUSTOM_PHYSNET_C')
+                 'CUSTOM_PHYSNET_A', 'CUSTOM_PHYSNET_B', 'CUSTOM_PHYSNET_C',
+                 RARE_TRAIT)
 CONSUMER_TYPE = 'INSTANCE'
 ALLOCATION_BATCH = 50
 
@@ -88,38 +100,72 @@ class Provider:
         self.aggregates = sorted(aggregates)
 
 
-class Dataset:
-    """Provider trees (parents first) and consumers, built from a seed."""
+def generate(nodes, seed=1):
+    """The dataset in load order, one (tree, its consumers) at a time.
 
-    def __init__(self, nodes, seed=1):
+    A tree is a list of Provider, parents first; a consumer is (uuid,
+    project, user, {rp: {rc: amount}}). Sharing providers come first, as
+    one-provider trees without consumers: the consumers of the nodes that
+    share their disk follow with those nodes.
+    """
+    return iter(_Generator(nodes, seed))
+
+
+class _Generator:
+    """Builds the trees from a seed. Only the usage of the tree being
+    filled and of the sharing providers is kept, so that memory stays
+    flat however many nodes are streamed."""
+
+    def __init__(self, nodes, seed):
         self.nodes = nodes
-        rng = random.Random(seed)
-        self.trees = []        # list of lists of Provider, root first
-        self.consumers = []    # (uuid, project, user, {rp: {rc: amount}})
+        self.rng = random.Random(seed)
+        self._ready = []       # (tree, consumers) built, not yet yielded
         self._usage = {}       # rp uuid -> rc -> used, while filling
         self._inventories = {}
+        self._shares = set()   # sharing providers: filled by many nodes
+        self._rare_left = RARE_TREES
 
-        order = list(range(nodes))
+    def __iter__(self):
+        rng = self.rng
+        order = list(range(self.nodes))
         rng.shuffle(order)
-        tenth = max(1, nodes // 10)
+        tenth = max(1, self.nodes // 10)
         numa = set(order[:tenth])
         shared = sorted(order[tenth:2 * tenth])
         sharing = self._sharing_providers(
             (len(shared) + SHARING_GROUP_SIZE - 1) // SHARING_GROUP_SIZE)
+        self._shares = {provider.uuid for provider in sharing}
         disk_from = {index: sharing[position // SHARING_GROUP_SIZE]
                      for position, index in enumerate(shared)}
-        for index in range(nodes):
+        yield from self._take_ready()
+        for index in range(self.nodes):
             self._compute_node(rng, index, index in numa,
                                disk_from.get(index))
+            yield from self._take_ready()
         self._bug_tree(rng)
-        del self._usage, self._inventories
+        self._wide_tree()
+        yield from self._take_ready()
+
+    def _take_ready(self):
+        """Yield the trees built so far; forget their usage unless they
+        share (later nodes still fill those)."""
+        ready, self._ready = self._ready, []
+        for tree, consumers in ready:
+            for provider in tree:
+                if provider.uuid not in self._shares:
+                    del self._usage[provider.uuid]
+                    del self._inventories[provider.uuid]
+            yield tree, consumers
 
     def _add_tree(self, tree):
-        self.trees.append(tree)
+        """Queue ``tree``; return the list its consumers go into."""
+        consumers = []
+        self._ready.append((tree, consumers))
         for provider in tree:
             self._inventories[provider.uuid] = provider.inventories
             self._usage[provider.uuid] = {rc: 0
                                           for rc in provider.inventories}
+        return consumers
 
     def _sharing_providers(self, groups):
         providers = []
@@ -144,6 +190,9 @@ class Dataset:
                              ('CUSTOM_MAINTENANCE', 0.05)):
             if rng.random() < share:
                 traits.add(trait)
+        if self._rare_left and not (numa or sharing_provider):
+            traits.add(RARE_TRAIT)  # no draw: the rest stays as it was
+            self._rare_left -= 1
         aggregates = [az_aggregate(index % AZ_COUNT)]
         name = 'bench-cn-%05d' % index
         if numa:
@@ -159,8 +208,8 @@ class Dataset:
                 inventories['DISK_GB'] = _inventory(disk)
             tree = [Provider(name, inventories=inventories, traits=traits,
                              aggregates=aggregates)]
-        self._add_tree(tree)
-        self._fill(rng, index, tree, sharing_provider or tree[0])
+        consumers = self._add_tree(tree)
+        self._fill(rng, index, tree, sharing_provider or tree[0], consumers)
 
     def _bug_tree(self, rng):
         root = Provider('bench-bug-root')
@@ -168,6 +217,14 @@ class Dataset:
             Provider('bench-bug-child-%d' % child, parent=root.uuid,
                      inventories={BUG_CLASS: _inventory(rng.randint(1, 6))})
             for child in range(BUG_CHILDREN)])
+
+    def _wide_tree(self):
+        """Its own class, so that no other query's answer changes."""
+        root = Provider('bench-wide-root')
+        self._add_tree([root] + [
+            Provider('bench-wide-child-%d' % child, parent=root.uuid,
+                     inventories={WIDE_CLASS: _inventory(1)})
+            for child in range(WIDE_CHILDREN)])
 
     def _numa_tree(self, rng, name, cpus, memory, disk, traits, aggregates):
         root = Provider(name, inventories={'DISK_GB': _inventory(disk)},
@@ -197,7 +254,7 @@ class Dataset:
                     return False
         return True
 
-    def _fill(self, rng, index, tree, disk_source):
+    def _fill(self, rng, index, tree, disk_source, consumers):
         """Add consumers on this node until its memory target is reached."""
         target = 1.0 if rng.random() < 0.05 else rng.uniform(0.4, 0.8)
         # A NUMA tree is [root, numa0, pf0, numa1, pf1].
@@ -228,10 +285,21 @@ class Dataset:
                     self._usage[rp][rc] += amount
             used += memory
             owner = rng.randrange(PROJECTS)
-            self.consumers.append((uid('consumer-%d-%d' % (index, serial)),
-                                   project_id(owner), user_id(owner),
-                                   request))
+            consumers.append((uid('consumer-%d-%d' % (index, serial)),
+                              project_id(owner), user_id(owner), request))
             serial += 1
+
+
+class Dataset:
+    """The generated trees and consumers, all held in memory."""
+
+    def __init__(self, nodes, seed=1):
+        self.nodes = nodes
+        self.trees = []        # list of lists of Provider, root first
+        self.consumers = []    # (uuid, project, user, {rp: {rc: amount}})
+        for tree, consumers in generate(nodes, seed):
+            self.trees.append(tree)
+            self.consumers += consumers
 
     @property
     def providers(self):
@@ -240,11 +308,14 @@ class Dataset:
 
     def expected_usages(self):
         """{project_id: usage entry (see add_usage)} of the consumers."""
-        totals = {}
-        for _, project, _, request in self.consumers:
-            add_usage(totals.setdefault(project, {'consumer_count': 0}),
-                      request)
-        return totals
+        return add_project_usages({}, self.consumers)
+
+
+def add_project_usages(totals, consumers):
+    """Add consumers to {project_id: usage entry}; return it."""
+    for _, project, _, request in consumers:
+        add_usage(totals.setdefault(project, {'consumer_count': 0}), request)
+    return totals
 
 
 def add_usage(usage, request):
@@ -391,7 +462,8 @@ class Loader:
     def load(self, dataset):
         for trait in CUSTOM_TRAITS:
             self._send('PUT', '/traits/' + trait)
-        self._send('PUT', '/resource_classes/' + BUG_CLASS)
+        for resource_class in CUSTOM_CLASSES:
+            self._send('PUT', '/resource_classes/' + resource_class)
         run_bounded(self._load_tree, dataset.trees, self.concurrency)
         consumers = dataset.consumers
         batches = [consumers[i:i + ALLOCATION_BATCH]
@@ -401,13 +473,19 @@ class Loader:
 
 def verify(client, dataset):
     """Problems (strings) found comparing the server with the dataset."""
+    return verify_totals(client, sum(len(tree) for tree in dataset.trees),
+                         dataset.expected_usages())
+
+
+def verify_totals(client, providers, usages):
+    """Problems found comparing the server with a dataset's provider count
+    and {project: usage entry} (see add_project_usages)."""
     problems = []
     listed = client.expect('GET', '/resource_providers').json()
     count = len(listed['resource_providers'])
-    expected = sum(len(tree) for tree in dataset.trees)
-    if count != expected:
-        problems.append('%d providers listed, %d loaded' % (count, expected))
-    for project, usage in sorted(dataset.expected_usages().items()):
+    if count != providers:
+        problems.append('%d providers listed, %d loaded' % (count, providers))
+    for project, usage in sorted(usages.items()):
         problems += [problem for problem in
                      usages_problems(client, project, usage)
                      if problem not in problems]

@@ -23,7 +23,6 @@ import servers
 
 SCRIPT = os.path.join(environments.REPO, 'tools', 'pg-replica.sh')
 ROLES = ('primary', 'standby')
-_TICKS = os.sysconf('SC_CLK_TCK')
 
 _STATS = '''
 import json, sys, psycopg2
@@ -85,17 +84,6 @@ conn.close()
 print(json.dumps({"lsn": target, "receiver": receiver,
                   "seconds": time.monotonic() - started}))
 '''
-
-
-def _cpu_ticks(pid):
-    """utime + stime of ``pid``, and cutime + cstime (its reaped children),
-    in clock ticks; 0 when it is gone."""
-    try:
-        with open('/proc/%d/stat' % pid) as stat:
-            fields = stat.read().rsplit(')', 1)[1].split()
-    except OSError:
-        return 0, 0
-    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
 class Pair:
@@ -171,14 +159,8 @@ class Pair:
         tree}: its own time, its live children's (backends, WAL sender or
         receiver, startup, checkpointer, ...) and that of the children it
         has reaped (backends that ended)."""
-        used = {}
-        for role in ROLES:
-            pid = self.postmaster(role)
-            own, reaped = _cpu_ticks(pid)
-            children = sum(_cpu_ticks(child)[0]
-                           for child in servers.children(pid))
-            used[role] = (own + reaped + children) / _TICKS
-        return used
+        return {role: servers.tree_cpu_seconds(self.postmaster(role))
+                for role in ROLES}
 
 
 def delta(before, after, key):
@@ -205,7 +187,8 @@ class Window:
     """One timed run of ``config`` with ``clients`` concurrent clients:
     ``stats`` (a workload.ReadStats), and per role the work of its
     database: ``xacts``, ``rows`` (returned + fetched), ``cpu`` seconds;
-    ``reads``: ours' placement_database_reads_total by server."""
+    ``service_cpu``: seconds of the placement server's processes over the
+    timed reads; ``reads``: ours' placement_database_reads_total by server."""
 
     def __init__(self, config, clients, stats):
         self.config = config
@@ -214,6 +197,7 @@ class Window:
         self.xacts = dict.fromkeys(ROLES, 0)
         self.rows = dict.fromkeys(ROLES, 0)
         self.cpu = dict.fromkeys(ROLES, 0.0)
+        self.service_cpu = 0.0
         self.reads = None
         self.candidates = None
         self.notes = []

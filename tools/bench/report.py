@@ -80,23 +80,58 @@ def latency_table(results, labels=('upstream', 'ours')):
                   'ours/up (<1: ours faster)', 'notes'], rows)
 
 
-def bug_table(result, peaks, killed, labels=('upstream', 'ours')):
-    up, ours = labels
-    times = result.seconds
-    notes = list(result.problems)
-    if killed:
-        notes.append('killed over RSS limit: %s' % ', '.join(sorted(killed)))
-    if result.errors:
-        notes.insert(0, 'errors/timeouts %s' % _pair(result.errors, labels))
-    row = [result.query.name, _pair(result.limited_counts, labels),
-           ms(median(times.get(up))), ms(median(times.get(ours))),
-           ratio(median(times.get(ours)), median(times.get(up))),
-           _pair(peaks, labels, lambda kb: '%.0f' % (kb / 1024)),
-           '; '.join(notes)[:200]]
-    return table(['query', 'candidates up/ours', 'up median ms',
-                  'ours median ms', 'ours/up (<1: ours faster)',
-                  'peak worker RSS MB up/ours',
-                  'notes'], [row])
+def bug_latency(row, timeout):
+    """The median of a workload.BugRow, or why it has none."""
+    times = row.seconds.get(row.label)
+    if times:
+        return '%s ms' % ms(median(times))
+    if row.failed_at is not None:
+        return 'not run'
+    if row.killed:
+        return 'killed'
+    if row.label in row.timed_out:
+        return '> %g s' % timeout
+    return 'error'
+
+
+def _times_of(seconds, ours):
+    """``seconds`` as a multiple of ours' time."""
+    return '%.0fx' % (seconds / ours) if seconds >= 10 * ours else (
+        '%.1fx' % (seconds / ours))
+
+
+def bug_table(rows, timeout):
+    """``rows``: workload.BugRow of each query and configuration, query by
+    query, ours first (the reference of the last column)."""
+    reference = {}
+    lines = []
+    for row in rows:
+        query = row.query
+        times = row.seconds.get(row.label)
+        key = (query.name, query.limit)
+        first = key not in reference
+        ours = reference.setdefault(key, median(times))
+        timed_out = row.label in row.timed_out
+        if first or ours is None or not (times or timed_out):
+            versus = '-'
+        elif times:
+            versus = _times_of(median(times), ours)
+        else:
+            versus = '> ' + _times_of(timeout, ours)
+        notes = [] if timed_out and not times else list(row.problems)
+        if row.failed_at is not None:
+            notes.append('failed at limit=%d of this shape' % row.failed_at)
+        if row.killed:
+            notes.append('worker grew past --rss-limit-mb')
+        lines.append([
+            query.name, query.limit, row.config.name,
+            bug_latency(row, timeout), len(times) if times else '-',
+            '-' if row.count is None else row.count,
+            '%.0f' % (row.peak_kb / 1024) if row.peak_kb else '-',
+            versus, '; '.join(notes)[:200]])
+    return table(['shape', 'limit', 'server, configuration', 'median',
+                  'reps', 'candidates', 'peak worker RSS MB',
+                  'time / ours\' (>1: ours faster)', 'notes'], lines)
 
 
 def scheduler_table(runs, checks, labels=('upstream', 'ours')):
@@ -182,6 +217,8 @@ def replica_table(windows, configs, client_counts, seconds):
             for window in runs:
                 for server, count in (window.reads or {}).items():
                     reads[server] = reads.get(server, 0) + count
+            service_cpu = sum(window.service_cpu for window in runs)
+            database_cpu = sum(summed['cpu'].values())
             primary_only = name.endswith('primary only')
             baseline = throughput.get((runs[0].config.server.label +
                                        ', primary only', clients))
@@ -206,6 +243,9 @@ def replica_table(windows, configs, client_counts, seconds):
                 _share(summed['cpu']),
                 '%.1f / %.1f' % (summed['cpu']['primary'],
                                  summed['cpu']['standby']),
+                '%s / %s' % (ms(service_cpu / len(latencies)),
+                             ms(database_cpu / len(latencies)))
+                if latencies else '-',
                 '%d / %d' % (reads.get('primary', 0), reads.get('replica', 0))
                 if reads else '-',
                 '; '.join(str(note) for note in notes)[:200]])
@@ -214,6 +254,7 @@ def replica_table(windows, configs, client_counts, seconds):
                   'other errors', 'xacts primary / standby',
                   'primary share (xacts)', 'primary share (rows)',
                   'primary share (CPU)', 'CPU s primary / standby',
+                  'CPU ms per read service / database',
                   'reads primary / replica (ours\' metrics)', 'notes'], rows)
     ratios = []
     for clients in client_counts:
@@ -240,8 +281,43 @@ REPLICA_NOTES = (
     'its sessions had ended (so they include its start, the warm-up and, '
     'for ours, one `/metrics` scrape); CPU is utime + stime of each '
     'postmaster and its process tree (backends, WAL sender, receiver and '
-    'replay, background processes) over the timed reads only. Reads by '
+    'replay, background processes) over the timed reads only; CPU ms per '
+    'read divides the placement server\'s CPU (gunicorn master and '
+    'workers) and the two database servers\' over the 200s. Reads by '
     'server come from ours\' `placement_database_reads_total`.')
+
+
+def scale_latency(result):
+    """A scaling-mode cell: median ms and candidates, or the errors."""
+    times = next(iter(result.seconds.values()), None)
+    counts = list(result.limited_counts.values())
+    cell = '%s (%s)' % (ms(median(times)), counts[0] if counts else '-')
+    if result.errors:
+        cell += '; errors %d: %s' % (sum(result.errors.values()),
+                                     '; '.join(result.problems)[:80])
+    return cell
+
+
+def scale_claims(stats):
+    """A scaling-mode cell: claims/s of a workload.SchedulerStats, and
+    its failures other than 409s."""
+    cell = '%.1f' % stats.throughput
+    for count, what in ((stats.server_errors, '5xx'),
+                        (stats.other_errors, 'other errors')):
+        if count:
+            cell += '; %d %s' % (count, what)
+    return cell
+
+
+def scale_table(columns):
+    """``columns``: {nodes: {row name: cell}}; rows in the order they first
+    appear, a column per size."""
+    names = []
+    for cells in columns.values():
+        names += [name for name in cells if name not in names]
+    return table(['nodes'] + ['{:,}'.format(nodes) for nodes in columns],
+                 [[name] + [cells.get(name, '-') for cells in
+                            columns.values()] for name in names])
 
 
 def save_markdown(heading, body):

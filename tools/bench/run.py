@@ -13,6 +13,7 @@ See tools/README.md; results: tools/bench/RESULTS.md.
 """
 import argparse
 import datetime
+import json
 import os
 import shutil
 import signal
@@ -36,6 +37,8 @@ SCHEDULER_WORKERS = (2, 4)
 SCHEDULER_CLIENTS = (8, 32)
 REPLICA_WORKERS = LOAD_WORKERS
 REPLICA_CLIENTS = SCHEDULER_CLIENTS
+BULK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'bulk.py')
 
 
 def log(message):
@@ -46,8 +49,13 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('--backend', choices=servers.BACKENDS,
                         default='sqlite')
-    parser.add_argument('--nodes', type=int, action='append',
-                        help='compute nodes; repeat for several sizes '
+    parser.add_argument('--mysql-driver', choices=servers.MYSQL_DRIVERS,
+                        default='pymysql',
+                        help='the driver ours reaches MariaDB through with '
+                             '--backend mysql (mysqldb: mysqlclient); '
+                             'upstream keeps PyMySQL')
+    parser.add_argument('--nodes', type=int, action='extend', nargs='+',
+                        help='compute nodes; several sizes, or repeat '
                              '(default 1000, 200 with --quick)')
     parser.add_argument('--reps', type=int,
                         help='timed repetitions per query and server '
@@ -69,7 +77,7 @@ def parse_args(argv):
     parser.add_argument('--scheduler-limit', type=int, default=1000,
                         help='limit of the scheduler GET (nova: 1000)')
     parser.add_argument('--bug-timeout', type=float,
-                        help='client timeout of the bug-2070257 query '
+                        help='client timeout of the wide-tree queries '
                              '(default 120, 60 with --quick)')
     parser.add_argument('--rss-limit-mb', type=int, default=6144,
                         help='kill a server whose worker grows past this')
@@ -106,9 +114,19 @@ def parse_args(argv):
     parser.add_argument('--replica-port-base', type=int, default=14420,
                         help='the private primary listens on this + 1, the '
                              'standby on + 2')
+    parser.add_argument('--scale', action='store_true',
+                        help='scaling mode: ours alone at each --nodes '
+                             'size, bulk-loaded straight into the database '
+                             '(tools/bench/bulk.py), one table of latency, '
+                             'claims/s, memory and database size by size')
     args = parser.parse_args(argv)
     if args.replica and args.backend != 'postgresql':
         parser.error('--replica needs --backend postgresql')
+    if args.mysql_driver != 'pymysql' and args.backend != 'mysql':
+        parser.error('--mysql-driver needs --backend mysql')
+    if args.scale and (args.replica or args.copy_load):
+        parser.error('--scale measures ours alone: no --replica or '
+                     '--copy-load')
     quick = args.quick
     args.nodes = args.nodes or [200 if quick else 1000]
     args.reps = args.reps or (5 if quick else 10)
@@ -191,34 +209,50 @@ def latency_phase(srvs, args):
 
 
 def bug_phase(srvs, args):
-    """The bug-2070257 shape on freshly started single-worker servers, so
-    the peak RSS belongs to this query alone."""
-    log('bug-2070257 shape (fresh servers, %d worker) ...' % BUG_WORKERS)
+    """The wide-tree shapes of upstream bugs 2070257 and 2126751: ours
+    with its defaults, upstream with its defaults and with each of its
+    mitigations, every row on a single-worker server started for it
+    alone. A configuration that failed a shape skips its other limits."""
+    upstream, ours = srvs
+    configs = [workload.ServerConfig(ours), workload.ServerConfig(upstream)]
+    configs += [workload.ServerConfig(upstream, options)
+                for options in workload.UPSTREAM_MITIGATIONS]
+    log('wide-tree shapes (a fresh %d-worker server per row) ...'
+        % BUG_WORKERS)
+    for srv in srvs:
+        srv.stop()
+    rows = []
+    try:
+        for shape in workload.bug_shapes():
+            failed_at = {}  # configuration name -> limit
+            for query in shape:
+                query_rows = [workload.BugRow(query, config)
+                              for config in configs]
+                for row in query_rows:
+                    row.failed_at = failed_at.get(row.config.name)
+                    if row.failed_at is None and not workload.measure_bug_row(
+                            row, args.bug_reps, args.bug_timeout, BUG_WORKERS,
+                            args.rss_limit_mb * 1024):
+                        failed_at[row.config.name] = query.limit
+                    log('  %s, limit=%d, %s: %s' % (
+                        query.name, query.limit, row.config.name,
+                        report.bug_latency(row, args.bug_timeout)))
+                workload.note_count_mismatches(query_rows, log)
+                rows += query_rows
+    finally:
+        for srv in srvs:
+            srv.configure()
     _restart(srvs, BUG_WORKERS)
-    query = workload.bug_2070257_query()
-    result = workload.QueryResult(query)
-    failed = set()
-    with servers.MemoryMonitor(srvs, limit_kb=args.rss_limit_mb * 1024) \
-            as memory:
-        for _ in range(args.bug_reps):
-            for srv in srvs:
-                if srv.label in failed:
-                    continue  # one timeout is enough to tell
-                resp = result.fetch(srv, query.limited,
-                                    timeout=args.bug_timeout)
-                if resp is not None:
-                    result.record(srv.label, resp.seconds)
-                    result.limited_counts[srv.label] = query.count(
-                        resp.json())
-                    continue
-                failed.add(srv.label)
-                # A timed-out worker keeps computing: restart it.
-                srv.start(BUG_WORKERS)
-    result.compare_counts(result.limited_counts, srvs, log)
-    return report.bug_table(result, memory.peak_kb, memory.killed)
+    return report.bug_table(rows, args.bug_timeout)
 
 
 def scheduler_phase(srvs, args):
+    return report.scheduler_table(*scheduler_runs(srvs, args))
+
+
+def scheduler_runs(srvs, args):
+    """Every server's scheduler loops, then the capacity check of each:
+    ({(workers, clients): {label: SchedulerStats}}, {label: problems})."""
     runs = {}
     for workers in SCHEDULER_WORKERS:
         _restart(srvs, workers)
@@ -245,7 +279,7 @@ def scheduler_phase(srvs, args):
             srv, [by_label[srv.label] for by_label in runs.values()])
         for problem in checks[srv.label]:
             log('!!! %s: %s' % (srv.label, problem))
-    return report.scheduler_table(runs, checks)
+    return runs, checks
 
 
 def replica_phase(srvs, pair, args):
@@ -308,7 +342,9 @@ def _replica_window(pair, config, clients, path, args):
         elif window.candidates is None:
             window.candidates = workload.Query('', path).count(resp.json())
     cpu_before = pair.cpu_seconds()
+    service_before = srv.cpu_seconds()
     workload.read_loop(srv, clients, args.replica_seconds, path, window.stats)
+    window.service_cpu = srv.cpu_seconds() - service_before
     cpu_after = pair.cpu_seconds()
     window.cpu = {role: cpu_after[role] - cpu_before[role]
                   for role in replica.ROLES}
@@ -323,6 +359,129 @@ def _replica_window(pair, config, clients, path, args):
     window.notes += ['server log: %s' % note for note in
                      replica.log_signs(srv.log_since(log_offset))]
     return window
+
+
+def bulk_load(env, database, nodes, seed):
+    """Write the dataset straight into ``database`` with ``env``'s
+    interpreter (bulk.py imports SQLAlchemy and placement's tables); the
+    summary it prints."""
+    return json.loads(subprocess.run(
+        [env.python, BULK_SCRIPT, database.url, str(nodes),
+         '--seed', str(seed)],
+        check=True, stdout=subprocess.PIPE, text=True).stdout)
+
+
+def scale_size(args, env, nodes):
+    """Ours alone at ``nodes``: bulk load, the load check through the API,
+    then the latency of workload.scale_queries, the scheduler loops and
+    the peak worker RSS over both. {row name: cell} of the scale table;
+    a failure ends the size, not the run."""
+    workdir = tempfile.mkdtemp(prefix='placement-bench-', dir=_workdir_root())
+    database = servers.Database(args.backend, 'bench_scale_%d' % os.getpid(),
+                                workdir, env, mysql_driver=args.mysql_driver)
+    srv = servers.Server(env, database, args.port_base + 1, workdir,
+                         args.max_candidates)
+    cells = {}
+    try:
+        database.create()
+        srv.sync_db()
+        log('bulk loading %d nodes into ours on %s ...' % (nodes,
+                                                           args.backend))
+        started = time.monotonic()
+        summary = bulk_load(env, database, nodes, args.seed)
+        cells['bulk load s (of which ANALYZE)'] = '%.1f (%.1f)' % (
+            time.monotonic() - started, summary['analyze_seconds'])
+        rows = summary['rows']
+        cells['providers / consumers / allocations'] = '%d / %d / %d' % (
+            rows['resource_providers'], rows['consumers'], rows['allocations'])
+        cells['database size MB'] = '%.0f' % (
+            summary['database_bytes'] / 2 ** 20)
+        log('  loaded in %s s' % cells['bulk load s (of which ANALYZE)'])
+        srv.start(LOAD_WORKERS)
+        _check_microversions([srv])
+        problems = dataset.verify_totals(srv.client, summary['providers'],
+                                         summary['usages'])
+        for problem in problems:
+            log('!!! ours dataset check: %s' % problem)
+        cells['check through the API'] = ('; '.join(problems)[:200] or
+                                          'providers and usages as loaded')
+        srv.start(LOAD_WORKERS)  # the check's listing must not set the peak
+        with servers.MemoryMonitor([srv]) as memory:
+            if 'latency' not in args.skip:
+                log('timing ...')
+                results = [workload.QueryResult(query) for query in
+                           workload.scale_queries(summary['rare_roots'][0])]
+                workload.measure_latency([srv], results, args.reps,
+                                         args.min_reps, args.query_budget,
+                                         log)
+                for result in results:
+                    cells[result.query.name] = report.scale_latency(result)
+            if 'scheduler' not in args.skip:
+                runs, checks = scheduler_runs([srv], args)
+                for (workers, clients), by_label in runs.items():
+                    cells['scheduler claims/s, %d workers %d clients' % (
+                        workers, clients)] = report.scale_claims(
+                            by_label[srv.label])
+                cells['capacity check after the scheduler'] = (
+                    '; '.join(checks[srv.label])[:200] or
+                    'no provider over capacity, usages match claims')
+        cells['peak worker RSS MB'] = '%.0f' % (
+            memory.peak_kb[srv.label] / 1024)
+    except Exception as exc:  # noqa: B902 - the other sizes still run
+        log('!!! %d nodes failed:\n%s' % (nodes, traceback.format_exc()))
+        log('--- ours server log tail:\n%s' % srv.log_tail())
+        cells['failed'] = '%s: %s' % (type(exc).__name__, str(exc)[:200])
+    finally:
+        servers.stop_all()
+        if args.keep:
+            log('kept %s and database %s' % (workdir, database.name))
+        else:
+            database.drop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    return cells
+
+
+def scale_mode(args, env):
+    """--scale: ours alone at every size, one table with a column each."""
+    commit = _commit()
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    columns = {nodes: scale_size(args, env, nodes) for nodes in args.nodes}
+    heading = '### %s: %s, scale mode (ours alone), %s nodes%s' % (
+        datetime.date.today().isoformat(), _backend_label(args, False),
+        ' / '.join('{:,}'.format(nodes) for nodes in args.nodes),
+        ' (quick)' if args.quick else '')
+    title = ('Ours alone, bulk-loaded; %d workers for the latency: median ms '
+             '(candidates), allocation candidates with limit=1000; scheduler '
+             'loop as in the other runs, %gs per run' % (
+                 LOAD_WORKERS, args.scheduler_seconds))
+    facts = ('Ours at %s; %d reps max per query, seed %d, %d CPUs, load '
+             'average %.1f at start; %.0fs in all; microversion %s; times '
+             'are client-side.' % (
+                 commit, args.reps, args.seed, os.cpu_count(), load,
+                 time.monotonic() - started, client.MICROVERSION))
+    _publish(args, heading, [(title, report.scale_table(columns))], facts)
+
+
+def _backend_label(args, with_upstream):
+    """The backend a heading names; on MariaDB with the driver of each
+    side (upstream's is always PyMySQL)."""
+    if args.backend != 'mysql':
+        return args.backend
+    ours = 'mysql+' + args.mysql_driver
+    if not with_upstream or args.mysql_driver == 'pymysql':
+        return ours
+    return 'mysql (ours %s, upstream mysql+pymysql)' % ours
+
+
+def _publish(args, heading, sections, facts):
+    """Print a run's tables and, with --markdown, record them."""
+    body = '\n\n'.join(['#### %s\n\n%s' % (title, text)
+                        for title, text in sections] + [facts])
+    log('\n%s\n\n%s\n' % (heading, body))
+    if args.markdown:
+        report.save_markdown(heading, body)
+        log('recorded in %s' % report.RESULTS)
 
 
 def _phase(sections, srvs, title, func, *args):
@@ -376,7 +535,8 @@ def run_size(args, envs, nodes):
         for offset, env in enumerate(envs):
             database = servers.Database(
                 args.backend, 'bench_%s_%d' % (env.label, os.getpid()),
-                workdir, env, port)
+                workdir, env, port, mysql_driver=args.mysql_driver
+                if env.label == 'ours' else 'pymysql')
             database.create()
             databases.append(database)
             srv = servers.Server(env, database, args.port_base + offset,
@@ -409,8 +569,9 @@ def run_size(args, envs, nodes):
             _phase(sections, srvs, 'Latency (%d workers, sequential requests)'
                    % LOAD_WORKERS, latency_phase, args)
         if 'bug' not in args.skip:
-            _phase(sections, srvs, 'Bug 2070257 shape: 8 children x 1-6 '
-                   'units, 6 groups of 1, group_policy=none, limit=10',
+            _phase(sections, srvs, 'Wide-tree shapes of upstream bugs '
+                   '2070257 and 2126751 (%d worker, a fresh server per row, '
+                   'timeout %gs)' % (BUG_WORKERS, args.bug_timeout),
                    bug_phase, args)
         if 'scheduler' not in args.skip:
             _phase(sections, srvs, 'Scheduler loop (GET limit=%d, PUT first '
@@ -444,6 +605,23 @@ def _commit():
     return head
 
 
+_IMPORT_DRIVER = '''
+import sys, sqlalchemy
+sqlalchemy.engine.make_url(sys.argv[1]).get_dialect().import_dbapi()
+'''
+
+
+def _check_mysql_driver(env, driver):
+    """Stop before any database is made when ours cannot import the
+    driver: the db sync would fail with its output captured."""
+    try:
+        env.run_python(_IMPORT_DRIVER, 'mysql+%s://' % driver)
+    except subprocess.CalledProcessError as exc:
+        sys.exit('%s cannot use mysql+%s (README.md, "MariaDB drivers", '
+                 'says how to install it): %s'
+                 % (env.python, driver, exc.stderr.strip().splitlines()[-1]))
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt('signal %d' % signum)
 
@@ -452,17 +630,26 @@ def main(argv=None):
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
-    envs = [environments.upstream(args.upstream_venv, log),
-            environments.ours(args.ours_venv, log)]
-    log('upstream: %s\nours:     %s' % (envs[0].python, envs[1].python))
+    if args.scale:
+        envs = [environments.ours(args.ours_venv, log)]
+    else:
+        envs = [environments.upstream(args.upstream_venv, log),
+                environments.ours(args.ours_venv, log)]
+    log('\n'.join('%-9s %s' % (env.label + ':', env.python) for env in envs))
+    if args.backend == 'mysql':
+        _check_mysql_driver(envs[-1], args.mysql_driver)
     try:
+        if args.scale:
+            scale_mode(args, envs[0])
+            return 0
         for nodes in args.nodes:
             commit = _commit()
             started = time.monotonic()
             load = os.getloadavg()[0]
             sections = run_size(args, envs, nodes)
             heading = '### %s: %s, %d nodes%s%s' % (
-                datetime.date.today().isoformat(), args.backend, nodes,
+                datetime.date.today().isoformat(),
+                _backend_label(args, True), nodes,
                 ', replica mode' if args.replica else '',
                 ' (quick)' if args.quick else '')
             facts = ('Ours at %s; %s, seed %d, %d CPUs, load average '
@@ -476,12 +663,7 @@ def main(argv=None):
                          time.monotonic() - started, client.MICROVERSION,
                          '' if args.replica else
                          ', ours/up < 1 means ours is faster'))
-            body = '\n\n'.join(['#### %s\n\n%s' % (title, text)
-                                for title, text in sections] + [facts])
-            log('\n%s\n\n%s\n' % (heading, body))
-            if args.markdown:
-                report.save_markdown(heading, body)
-                log('recorded in %s' % report.RESULTS)
+            _publish(args, heading, sections, facts)
     except KeyboardInterrupt:
         log('interrupted; servers stopped')
         return 130

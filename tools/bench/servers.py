@@ -15,6 +15,8 @@ import time
 from client import Client
 
 BACKENDS = ('sqlite', 'mysql', 'postgresql')
+# SQLAlchemy's names of the MySQL drivers: PyMySQL, mysqlclient.
+MYSQL_DRIVERS = ('pymysql', 'mysqldb')
 _STARTED = []
 _STARTED_LOCK = threading.Lock()
 
@@ -84,16 +86,21 @@ conn.close()
 class Database:
     """A fresh, empty database of the chosen backend, on the system server
     or, for PostgreSQL, on the one listening on ``port`` (the private
-    primary of the replica mode)."""
+    primary of the replica mode). The server reaches a MySQL database
+    through ``mysql_driver``."""
 
-    def __init__(self, backend, name, workdir, env, port=None):
+    def __init__(self, backend, name, workdir, env, port=None,
+                 mysql_driver='pymysql'):
         if backend not in BACKENDS:
             raise ValueError('unknown backend %s' % backend)
         if port and backend != 'postgresql':
             raise ValueError('only PostgreSQL databases can be elsewhere')
+        if mysql_driver not in MYSQL_DRIVERS:
+            raise ValueError('unknown MySQL driver %s' % mysql_driver)
         self.backend = backend
         self.name = name
         self.env = env
+        self.mysql_driver = mysql_driver
         self.port = port or (3306 if backend == 'mysql' else 5432)
         self.sqlite_path = os.path.join(workdir, name + '.db')
 
@@ -107,8 +114,8 @@ class Database:
         if self.backend == 'sqlite':
             return 'sqlite:///' + self.sqlite_path
         if self.backend == 'mysql':
-            return ('mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8mb4'
-                    % (port, self.name))
+            return ('mysql+%s://root@127.0.0.1:%d/%s?charset=utf8mb4'
+                    % (self.mysql_driver, port, self.name))
         return 'postgresql+psycopg2://postgres@127.0.0.1:%d/%s' % (
             port, self.name)
 
@@ -180,6 +187,28 @@ def children(pid):
     return found
 
 
+_TICKS = os.sysconf('SC_CLK_TCK')
+
+
+def _cpu_ticks(pid):
+    """utime + stime of ``pid``, and cutime + cstime (its reaped children),
+    in clock ticks; 0 when it is gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+    except OSError:
+        return 0, 0
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def tree_cpu_seconds(pid):
+    """CPU seconds used so far by ``pid`` and its process tree: its own
+    time, its live children's and that of the children it has reaped."""
+    own, reaped = _cpu_ticks(pid)
+    live = sum(_cpu_ticks(child)[0] for child in children(pid))
+    return (own + reaped + live) / _TICKS
+
+
 def _memory_kb(pid):
     """(VmRSS, VmHWM) of a process in kB, or None when it is gone."""
     values = {}
@@ -210,26 +239,34 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
         self.configure()
 
-    def configure(self, slave_connection=None, metrics=False):
+    def configure(self, slave_connection=None, metrics=False, options=None):
         """(Re)write placement.conf; the next ``start`` reads it.
 
         ``slave_connection``: [placement_database] slave_connection (ours
         reads the replica_routes requests from it, upstream ignores it);
         ``metrics``: ours' [metrics] endpoint, every worker's numbers
-        collected in a multiprocess directory emptied by each start.
+        collected in a multiprocess directory emptied by each start;
+        ``options``: {section: {name: value}} of any further options,
+        set over the ones above (e.g. one of upstream's workarounds).
         """
         self.metrics = metrics
+        sections = {'api': {'auth_strategy': 'noauth2'},
+                    'placement_database': {'connection': self.database.url}}
+        if slave_connection:
+            sections['placement_database']['slave_connection'] = (
+                slave_connection)
+        if self.max_candidates is not None:
+            sections['placement'] = {
+                'max_allocation_candidates': self.max_candidates}
+        if metrics:
+            sections['metrics'] = {'enabled': True}
+        for section, values in (options or {}).items():
+            sections.setdefault(section, {}).update(values)
         with open(os.path.join(self.dir, 'placement.conf'), 'w') as conf:
-            conf.write('[api]\nauth_strategy = noauth2\n'
-                       '[placement_database]\nconnection = %s\n'
-                       % self.database.url)
-            if slave_connection:
-                conf.write('slave_connection = %s\n' % slave_connection)
-            if self.max_candidates is not None:
-                conf.write('[placement]\nmax_allocation_candidates = %d\n'
-                           % self.max_candidates)
-            if metrics:
-                conf.write('[metrics]\nenabled = true\n')
+            for section, values in sections.items():
+                conf.write('[%s]\n' % section)
+                conf.writelines('%s = %s\n' % option
+                                for option in values.items())
 
     @property
     def _metrics_dir(self):
@@ -281,6 +318,10 @@ class Server:
             _terminate(self.proc)
             self.proc = None
             self.database.end_sessions()
+
+    def cpu_seconds(self):
+        """CPU seconds used so far by the master and its workers."""
+        return 0.0 if self.proc is None else tree_cpu_seconds(self.proc.pid)
 
     def memory(self):
         """{pid: (rss_kb, hwm_kb)} of the master and its workers."""

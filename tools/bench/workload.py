@@ -1,7 +1,8 @@
-"""What the benchmark measures: query latency, the bug-2070257 shape, a
-concurrent scheduler loop and concurrent candidate reads, always against
-both servers alike."""
+"""What the benchmark measures: query latency, the wide-tree shapes of
+upstream bugs 2070257 and 2126751, a concurrent scheduler loop and
+concurrent candidate reads, always against both servers alike."""
 import json
+import socket
 import threading
 import time
 import uuid
@@ -9,6 +10,7 @@ import uuid
 from client import ConnectionFailed
 from client import run_bounded
 import dataset
+from servers import MemoryMonitor
 
 SIMPLE = 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
 SCHEDULER_PROJECT = dataset.uid('scheduler-project')
@@ -21,6 +23,7 @@ class Query:
     def __init__(self, name, path, limit=None):
         self.name = name
         self.path = path
+        self.limit = limit
         self.limited = path + ('&limit=%d' % limit if limit else '')
         self.key = ('resource_providers' if path.startswith(
             '/resource_providers') else 'allocation_requests')
@@ -57,12 +60,92 @@ def latency_queries():
     ]
 
 
+def scale_queries(tree_root, limit=1000):
+    """The scaling mode's timed queries: the candidate shapes of
+    latency_queries, all with ``limit``; shapes whose answers do not grow
+    with the cloud (the 25 nodes of one sharing aggregate, the tree of
+    ``tree_root``, the dataset.RARE_TREES trees with dataset.RARE_TRAIT);
+    GET /resource_providers?resources, which lists every match."""
+    ac = '/allocation_candidates?' + SIMPLE
+    queries = []
+    listing = []
+    for query in latency_queries():
+        if query.key == 'resource_providers':
+            listing.append(query)
+        elif all(query.path != other.path for other in queries):
+            queries.append(Query(query.name, query.path, limit=limit))
+    return queries + [
+        Query('AC member_of 1 sharing agg (%d nodes)'
+              % dataset.SHARING_GROUP_SIZE,
+              ac + '&member_of=' + dataset.sharing_aggregate(0), limit=limit),
+        Query('AC in_tree (1 tree)', ac + '&in_tree=' + tree_root,
+              limit=limit),
+        Query('AC required rare trait (%d trees)' % dataset.RARE_TREES,
+              ac + '&required=' + dataset.RARE_TRAIT, limit=limit),
+    ] + listing
+
+
+def _granular_query(name, resource_class, groups, policy, limit):
+    """One unit of ``resource_class`` in each of ``groups`` granular
+    groups."""
+    path = '/allocation_candidates?%s&group_policy=%s' % ('&'.join(
+        'resources%d=%s:1' % (group, resource_class)
+        for group in range(1, groups + 1)), policy)
+    return Query(name, path, limit=limit)
+
+
 def bug_2070257_query(limit=10):
-    groups = '&'.join('resources%d=%s:1' % (group, dataset.BUG_CLASS)
-                      for group in range(1, 7))
-    return Query('bug-2070257 shape',
-                 '/allocation_candidates?' + groups + '&group_policy=none',
-                 limit=limit)
+    return _granular_query('bug 2070257: %d children x 1-6 units, 6 groups, '
+                           'none' % dataset.BUG_CHILDREN, dataset.BUG_CLASS,
+                           6, 'none', limit)
+
+
+def bug_2126751_query(limit):
+    """A GPU or PCI host asked for all its 8 devices: 8! = 40,320 of the
+    8^8 combinations are candidates."""
+    devices = dataset.WIDE_CHILDREN
+    return _granular_query('bug 2126751: %d children x 1 unit, %d groups, '
+                           'isolate' % (devices, devices), dataset.WIDE_CLASS,
+                           devices, 'isolate', limit)
+
+
+def bug_shapes():
+    """The queries of each wide-tree shape, larger limit first."""
+    return [[bug_2070257_query()],
+            [bug_2126751_query(limit) for limit in (1000, 10)]]
+
+
+# Upstream 16.0.0's options against bug 2126751: each alone, then both,
+# as the workaround's help text recommends.
+_OPTIMIZE = {'workarounds': {'optimize_for_wide_provider_trees': True}}
+_AT_MOST_1000 = {'placement': {'max_allocation_candidates': 1000}}
+UPSTREAM_MITIGATIONS = (_OPTIMIZE, _AT_MOST_1000,
+                        {**_OPTIMIZE, **_AT_MOST_1000})
+# A fresh worker's first request imports and connects: not the bug's time.
+WARM_UP_PATH = '/allocation_candidates?resources=%s:1&limit=1' % (
+    dataset.WIDE_CLASS)
+
+
+class ServerConfig:
+    """A server and the options it is started with (none: its defaults,
+    with the run's --max-candidates if given)."""
+
+    def __init__(self, server, options=None):
+        self.server = server
+        self.options = options or {}
+
+    @property
+    def name(self):
+        settings = ['[%s] %s = %s' % (section, key, value)
+                    for section, values in self.options.items()
+                    for key, value in values.items()]
+        if self.server.max_candidates is not None and (
+                'max_allocation_candidates'
+                not in self.options.get('placement', {})):
+            settings.insert(0, '--max-candidates %d'
+                            % self.server.max_candidates)
+        return '%s, %s' % (self.server.label,
+                           ' + '.join(settings) or 'defaults')
 
 
 def _normalized(body, key):
@@ -83,6 +166,7 @@ class QueryResult:
         self.errors = {}        # label -> count of failed requests
         self.counts = {}        # label -> candidates without limit
         self.limited_counts = {}
+        self.timed_out = set()  # labels whose request ran past its timeout
         self.problems = []
 
     def record(self, label, seconds):
@@ -95,6 +179,8 @@ class QueryResult:
             resp = server.client.get(path, timeout=timeout)
         except ConnectionFailed as exc:
             failure = str(exc)
+            if isinstance(exc.__cause__, socket.timeout):
+                self.timed_out.add(server.label)
         else:
             if resp.status == 200:
                 return resp
@@ -113,6 +199,62 @@ class QueryResult:
             log('!!! %s: %s' % (self.query.name, problem))
             return False
         return True
+
+
+class BugRow(QueryResult):
+    """One configuration's answers to one query of a bug shape."""
+
+    def __init__(self, query, config):
+        super().__init__(query)
+        self.config = config
+        self.peak_kb = 0
+        self.killed = False     # grew past --rss-limit-mb
+        self.failed_at = None   # not run: the limit at which it failed before
+
+    @property
+    def label(self):
+        return self.config.server.label
+
+    @property
+    def count(self):
+        return self.limited_counts.get(self.label)
+
+
+def measure_bug_row(row, reps, timeout, workers, rss_limit_kb):
+    """GET the row's query up to ``reps`` times from its server, started
+    for it alone with its options and warmed up (so the time and the peak
+    RSS are this query's), then stopped (a timed-out worker would keep
+    computing). False when a request failed: one failure is enough to
+    tell."""
+    server = row.config.server
+    server.configure(options=row.config.options)
+    server.start(workers)
+    server.client.expect('GET', WARM_UP_PATH)
+    with MemoryMonitor([server], limit_kb=rss_limit_kb) as memory:
+        for _ in range(reps):
+            resp = row.fetch(server, row.query.limited, timeout=timeout)
+            if resp is None:
+                break
+            row.record(row.label, resp.seconds)
+            row.limited_counts[row.label] = row.query.count(resp.json())
+    server.stop()
+    row.peak_kb = memory.peak_kb[row.label]
+    row.killed = row.label in memory.killed
+    return not row.errors
+
+
+def note_count_mismatches(rows, log):
+    """Note (loudly) the rows of one query whose count of candidates
+    differs from the first row's (ours)."""
+    reference = rows[0]
+    for row in rows[1:]:
+        if None not in (row.count, reference.count) and (
+                row.count != reference.count):
+            problem = 'COUNT MISMATCH: %d, %s %d' % (
+                row.count, reference.config.name, reference.count)
+            row.problems.append(problem)
+            log('!!! %s limit=%s, %s: %s' % (
+                row.query.name, row.query.limit, row.config.name, problem))
 
 
 def verify_answers(servers, queries, log):
