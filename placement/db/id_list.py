@@ -48,6 +48,9 @@ class _AmongIds(expression.ColumnElement[bool]):
     JSON array by JSON_TABLE where the server has it, else expanded."""
     inherit_cache = True
     type = sa.Boolean()
+    # A predicate: MySQL must not see it compared with 1 (which would
+    # make the server scan every row for it).
+    _is_implicitly_boolean = True
     _traverse_internals = [
         ('column', visitors.InternalTraversal.dp_clauseelement)]
 
