@@ -192,7 +192,9 @@ def load_universe(conn: sa.Connection, request: model.Request,
     for provider, aggregate, root in sql.aggregate_members(
             conn, aggregate_ids):
         universe.add_aggregate(provider, aggregate, root)
-    for provider, root in sql.sharing_anchors(conn, universe.sharing):
+    # Candidates anchor only in the trees the request is confined to.
+    for provider, root in sql.sharing_anchors(conn, universe.sharing,
+                                              universe.roots):
         universe.add_share_anchor(provider, root)
     if rc_ids and (inventories or universe.roots is not None):
         universe.add_inventories(sql.inventories(

@@ -596,26 +596,34 @@ def any_root_with_traits(conn: sa.Connection, required: Iterable[int],
     return conn.execute(query.limit(1)).first() is not None
 
 
-def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int]
+def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
+                    roots: Collection[int] | None = None
                     ) -> Sequence[tuple[int, int]]:
     """(sharing provider, root) for every tree having a provider in an
-    aggregate with one of ``provider_ids``: the trees they share with.
+    aggregate with one of ``provider_ids``: the trees they share with;
+    only the trees rooted at ``roots`` when given (a request confined to
+    a few trees need not hear of the thousands of others).
     """
+    params = None if roots is None else {'roots': sorted(roots)}
     return id_list.rows_among(
-        conn, _sharing_anchors_statement(conn.dialect.name), provider_ids,
-        kinds=(packed.INT, packed.INT))
+        conn, _sharing_anchors_statement(conn.dialect.name, roots is not None),
+        provider_ids, params, kinds=(packed.INT, packed.INT))
 
 
 @functools.lru_cache(maxsize=8)
-def _sharing_anchors_statement(dialect):
+def _sharing_anchors_statement(dialect, among_roots):
     mine = _RPA.alias('mine')
     peer = _RPA.alias('peer')
-    return (sa.select(mine.c.resource_provider_id, _RP.c.root_provider_id)
-            .distinct()
-            .select_from(
-                mine.join(peer, peer.c.aggregate_id == mine.c.aggregate_id)
-                .join(_RP, _RP.c.id == peer.c.resource_provider_id))
-            .where(id_list.among(mine.c.resource_provider_id, dialect)))
+    query = (sa.select(mine.c.resource_provider_id, _RP.c.root_provider_id)
+             .distinct()
+             .select_from(
+                 mine.join(peer, peer.c.aggregate_id == mine.c.aggregate_id)
+                 .join(_RP, _RP.c.id == peer.c.resource_provider_id))
+             .where(id_list.among(mine.c.resource_provider_id, dialect)))
+    if among_roots:
+        query = query.where(_RP.c.root_provider_id.in_(
+            sa.bindparam('roots', expanding=True)))
+    return query
 
 
 def parents(conn: sa.Connection, provider_ids: Iterable[int]
