@@ -99,4 +99,4 @@ def rows_among(conn, statement, ids, params=None, kinds=None,
 def _rows(conn, statement, params, kinds, ordered):
     if kinds is None:
         return conn.execute(statement, params).all()
-    return list(packed.rows(conn, statement, kinds, params, ordered))
+    return packed.rows(conn, statement, kinds, params, ordered)

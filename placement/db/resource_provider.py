@@ -1,6 +1,8 @@
 """Resource providers: lookup, listing with filters, create, update (rename,
 re-parent), delete, and the generation guard every write uses.
 """
+import functools
+
 import sqlalchemy as sa
 
 from placement import exception
@@ -163,18 +165,28 @@ def list_all(conn, name=None, uuid=None, ids=None):
     """Providers (rows as ``get_by_uuid``) with the ``name``, ``uuid`` and
     among the ``ids`` given, in id order.
     """
-    query = _select()
-    if name is not None:
-        query = query.where(_RP.c.name == name)
-    if uuid is not None:
-        query = query.where(_RP.c.uuid == uuid)
-    query = query.order_by(_RP.c.id)
+    params = {'name': name, 'uuid': uuid}
+    query = _list_statement(conn.dialect.name, name is not None,
+                            uuid is not None, ids is not None)
     if ids is None:
-        return [dict(row) for row in conn.execute(query).mappings()]
-    query = query.where(id_list.among(_RP.c.id, conn.dialect.name))
+        return [dict(row) for row in conn.execute(query, params).mappings()]
     keys = [column.key for column in query.selected_columns]
     return [dict(zip(keys, row)) for row in id_list.rows_among(
-        conn, query, ids, kinds=_ROW_KINDS, ordered=True)]
+        conn, query, ids, params, kinds=_ROW_KINDS, ordered=True)]
+
+
+@functools.lru_cache(maxsize=16)
+def _list_statement(dialect, by_name, by_uuid, by_ids):
+    """list_all's statement, built once per shape: a packed read caches
+    its form by the statement's identity."""
+    query = _select()
+    if by_name:
+        query = query.where(_RP.c.name == sa.bindparam('name'))
+    if by_uuid:
+        query = query.where(_RP.c.uuid == sa.bindparam('uuid'))
+    if by_ids:
+        query = query.where(id_list.among(_RP.c.id, dialect))
+    return query.order_by(_RP.c.id)
 
 
 # The columns of _select(), for a packed read of many rows.
