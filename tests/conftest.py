@@ -352,6 +352,14 @@ def backend(request, _databases):
 
 
 @pytest.fixture
+def conn(backend):
+    """A connection to the test's backend, in a transaction committed at
+    the end."""
+    with backend.engine.begin() as connection:
+        yield connection
+
+
+@pytest.fixture
 def conf_factory(backend):
     def build(**overrides):
         return make_conf(backend.url, **overrides)

@@ -18,12 +18,6 @@ def statement(dialect):
 
 
 @pytest.fixture
-def conn(backend):
-    with backend.engine.begin() as connection:
-        yield connection
-
-
-@pytest.fixture
 def provider_ids(conn):
     return [sql_rows.provider(conn)['id'] for _ in range(5)]
 

@@ -24,15 +24,15 @@ KINDS = (packed.INT, packed.TEXT, packed.OPTIONAL_INT, packed.INT,
 
 
 @pytest.fixture
-def conn(backend):
-    with backend.engine.begin() as connection:
-        root = sql_rows.provider(connection)
-        for ratio in RATIOS:
-            child = sql_rows.provider(connection, parent_id=root['id'])
-            sql_rows.inventory(connection, child['id'], {
-                'VCPU': {'total': 8, 'allocation_ratio': ratio},
-                'DISK_GB': {'total': 2 ** 31 - 1}})
-        yield connection
+def conn(conn):
+    """The backend's connection, with a tree of inventories to read."""
+    root = sql_rows.provider(conn)
+    for ratio in RATIOS:
+        child = sql_rows.provider(conn, parent_id=root['id'])
+        sql_rows.inventory(conn, child['id'], {
+            'VCPU': {'total': 8, 'allocation_ratio': ratio},
+            'DISK_GB': {'total': 2 ** 31 - 1}})
+    return conn
 
 
 def plain(conn):

@@ -8,12 +8,6 @@ import sql_rows
 
 
 @pytest.fixture
-def conn(backend):
-    with backend.engine.begin() as connection:
-        yield connection
-
-
-@pytest.fixture
 def providers(conn):
     """Two providers with inventory and allocations of three consumers of
     project ``p``: an INSTANCE of user ``u1``, an untyped one of ``u2``
