@@ -395,6 +395,24 @@ def scheduler_path(limit):
     return '/allocation_candidates?%s&limit=%d' % (SIMPLE, limit)
 
 
+def _get(server, path, stats):
+    """``GET path``, or None with the failed connection noted."""
+    try:
+        return server.client.get(path, timeout=120)
+    except ConnectionFailed as exc:
+        stats.note('other_errors', str(exc))
+        return None
+
+
+def _run_clients(one_client, clients, stats):
+    """Run ``clients`` threads of ``one_client``; ``stats`` with the time
+    until the last one returned."""
+    started = time.monotonic()
+    run_bounded(one_client, range(clients), clients)
+    stats.elapsed = time.monotonic() - started
+    return stats
+
+
 def scheduler_loop(server, clients, duration, limit, stats):
     """``clients`` threads: GET candidates, claim the first, retry on 409."""
     path = scheduler_path(limit)
@@ -403,10 +421,8 @@ def scheduler_loop(server, clients, duration, limit, stats):
     def one_client(_):
         attempt_started = time.perf_counter()
         while time.monotonic() < deadline:
-            try:
-                resp = server.client.get(path, timeout=120)
-            except ConnectionFailed as exc:
-                stats.note('other_errors', str(exc))
+            resp = _get(server, path, stats)
+            if resp is None:
                 continue
             if resp.status != 200:
                 stats.failed('GET', resp)
@@ -436,10 +452,7 @@ def scheduler_loop(server, clients, duration, limit, stats):
             else:
                 stats.failed('PUT', put)
 
-    started = time.monotonic()
-    run_bounded(one_client, range(clients), clients)
-    stats.elapsed = time.monotonic() - started
-    return stats
+    return _run_clients(one_client, clients, stats)
 
 
 class ReadStats(LoopStats):
@@ -467,20 +480,15 @@ def read_loop(server, clients, duration, path, stats):
 
     def one_client(_):
         while time.monotonic() < deadline:
-            try:
-                resp = server.client.get(path, timeout=120)
-            except ConnectionFailed as exc:
-                stats.note('other_errors', str(exc))
+            resp = _get(server, path, stats)
+            if resp is None:
                 continue
             if resp.status == 200:
                 stats.answered(resp.seconds)
             else:
                 stats.failed('GET', resp)
 
-    started = time.monotonic()
-    run_bounded(one_client, range(clients), clients)
-    stats.elapsed = time.monotonic() - started
-    return stats
+    return _run_clients(one_client, clients, stats)
 
 
 def capacity_problems(server, runs, concurrency=4):
