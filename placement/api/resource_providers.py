@@ -50,15 +50,15 @@ def viewer():
     fields) is worked out once.
     """
     prefix = wsgi.href(path(''))
-    relations = [rel for rel, since in _LINK_RELATIONS
+    relations = [(rel, '/' + rel) for rel, since in _LINK_RELATIONS
                  if microversion.is_at_least(since)]
     in_tree = microversion.is_at_least(TREE_FIELDS_VERSION)
 
     def show(row):
         base = prefix + row['uuid']
         links = [{'rel': 'self', 'href': base}]
-        links.extend({'rel': rel, 'href': base + '/' + rel}
-                     for rel in relations)
+        links += [{'rel': rel, 'href': base + tail}
+                  for rel, tail in relations]
         body = {'uuid': row['uuid'], 'name': row['name'],
                 'generation': row['generation'], 'links': links}
         if in_tree:
