@@ -115,6 +115,14 @@ class Pair:
         self.started = True
         self._script('start')
 
+    def pin(self, cpus):
+        """Keep both servers' processes on ``cpus``; the backends they
+        start later inherit it from their postmaster."""
+        for role in ROLES:
+            postmaster = self.postmaster(role)
+            for pid in [postmaster] + servers.children(postmaster):
+                os.sched_setaffinity(pid, cpus)
+
     def stop(self):
         if self.started:
             self.started = False

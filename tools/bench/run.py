@@ -37,6 +37,9 @@ SCHEDULER_WORKERS = (2, 4)
 SCHEDULER_CLIENTS = (8, 32)
 REPLICA_WORKERS = LOAD_WORKERS
 REPLICA_CLIENTS = SCHEDULER_CLIENTS
+# --separate-cpus: the placement server's CPUs and the databases'.
+SERVICE_CPUS = {0}
+DATABASE_CPUS = set(range(1, os.cpu_count() or 2))
 BULK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            'bulk.py')
 
@@ -114,6 +117,12 @@ def parse_args(argv):
     parser.add_argument('--replica-port-base', type=int, default=14420,
                         help='the private primary listens on this + 1, the '
                              'standby on + 2')
+    parser.add_argument('--separate-cpus', action='store_true',
+                        help='replica mode: the placement server on the '
+                             'first CPU, both PostgreSQL servers on the '
+                             'others (the clients anywhere), as if the '
+                             'service and the databases had hosts of their '
+                             'own')
     parser.add_argument('--scale', action='store_true',
                         help='scaling mode: ours alone at each --nodes '
                              'size, bulk-loaded straight into the database '
@@ -122,6 +131,10 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.replica and args.backend != 'postgresql':
         parser.error('--replica needs --backend postgresql')
+    if args.separate_cpus and not args.replica:
+        parser.error('--separate-cpus needs --replica')
+    if args.separate_cpus and os.cpu_count() < 2:
+        parser.error('--separate-cpus needs at least 2 CPUs')
     if args.mysql_driver != 'pymysql' and args.backend != 'mysql':
         parser.error('--mysql-driver needs --backend mysql')
     if args.scale and (args.replica or args.copy_load):
@@ -138,6 +151,10 @@ def parse_args(argv):
     args.replica_seconds = args.replica_seconds or (5 if quick else 20)
     args.replica_rounds = args.replica_rounds or (1 if quick else 2)
     return args
+
+
+def _cpu_list(cpus):
+    return ','.join(str(cpu) for cpu in sorted(cpus))
 
 
 def _restart(srvs, workers):
@@ -531,6 +548,8 @@ def run_size(args, envs, nodes):
             log('starting a PostgreSQL primary and standby on ports %d/%d '
                 '...' % (pair.port['primary'], pair.port['standby']))
             pair.start()
+            if args.separate_cpus:
+                pair.pin(DATABASE_CPUS)
             port = pair.port['primary']
         for offset, env in enumerate(envs):
             database = servers.Database(
@@ -541,6 +560,8 @@ def run_size(args, envs, nodes):
             databases.append(database)
             srv = servers.Server(env, database, args.port_base + offset,
                                  workdir, args.max_candidates)
+            if args.separate_cpus:
+                srv.cpus = SERVICE_CPUS
             if not (args.copy_load and env.label == 'upstream'):
                 srv.sync_db()
             srvs.append(srv)
@@ -657,6 +678,11 @@ def main(argv=None):
                      'are client-side%s.' % (
                          commit,
                          'primary and standby PostgreSQL on this machine'
+                         + (', the placement server on CPU %s, both '
+                            'PostgreSQL servers on CPU %s' % (
+                                _cpu_list(SERVICE_CPUS),
+                                _cpu_list(DATABASE_CPUS))
+                            if args.separate_cpus else '')
                          if args.replica else
                          '%d reps max per query' % args.reps,
                          args.seed, os.cpu_count(), load,

@@ -236,6 +236,8 @@ class Server:
         self.proc = None
         self.workers = 0
         self.max_candidates = max_candidates
+        # CPUs the server's processes may run on (None: any).
+        self.cpus = None
         os.makedirs(self.dir, exist_ok=True)
         self.configure()
 
@@ -297,6 +299,9 @@ class Server:
         cmd = [self.env.script('gunicorn'), '-b', '127.0.0.1:%d' % self.port,
                '-w', str(workers), '--timeout', '900',
                '--graceful-timeout', '5', 'placement.wsgi.api:application']
+        if self.cpus is not None:
+            cmd = ['taskset', '--cpu-list',
+                   ','.join(str(cpu) for cpu in sorted(self.cpus))] + cmd
         with _STARTED_LOCK:
             self.proc = subprocess.Popen(
                 cmd, env=self._environ, stdout=log, stderr=subprocess.STDOUT,
