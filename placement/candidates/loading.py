@@ -116,36 +116,51 @@ class Planned:
         """
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
-        # The trees (and the sharing providers) are of use already: of
-        # the sharing providers' rows only those able to give an amount
-        # are; the trees' rows are read whole, the summaries show them.
-        roots = sql.usable_roots(conn, universe.narrowing)
-        # Sharing providers serve trees of every batch.
+        # Sharing providers serve trees of every batch: of their rows only
+        # those able to give an amount are of use; the trees' rows are
+        # read whole, the summaries show them.
         universe.add_inventories(sql.inventories(
             conn, rc_ids, universe.narrowing, sql.FIT,
             provider_ids=universe.sharing))
         universe.keep_rows()
         seen: set[tuple[int, ...]] = set()
-        # Most trees give a candidate or more; each further batch is twice
-        # as large.
-        start, size, after = 0, max(wanted, self.first_batch), -1
+        # Most trees give a candidate or more.
+        size, after = max(wanted, self.first_batch), -1
+        trees = made = 0
         while True:
-            end = start + size
             # A remainder smaller than half a batch comes along now.
-            if len(roots) - end <= size // 2:
-                end = len(roots)
-            batch = roots[start:end]
+            batch = sql.usable_roots(conn, universe.narrowing, after,
+                                     size + size // 2 + 1)
+            last = len(batch) <= size + size // 2
+            if not last:
+                batch = batch[:size]
             # Anchors go by root id range: the last batch takes them all.
-            upto = batch[-1] if end < len(roots) else None
+            upto = None if last else batch[-1]
             universe.new_batch()
+            for provider, root in sql.sharing_anchors_between(
+                    conn, universe.sharing, after, upto):
+                universe.add_share_anchor(provider, root)
             universe.add_inventories(sql.inventories(
                 conn, rc_ids, universe.narrowing, sql.ALL, roots=batch))
             universe.complete_trees.update(batch)
             plan = self._make(self._batch_filter(after, upto))
-            yield from plan.candidates(seen=seen)
+            for candidate in plan.candidates(seen=seen):
+                made += 1
+                yield candidate
             if upto is None:
                 return
-            start, size, after = end, size * 2, upto
+            trees += len(batch)
+            size = self._next_size(size, wanted - made, trees, made)
+            after = upto
+
+    def _next_size(self, size, missing, trees, made):
+        """Trees for the next batch: as many as the candidates per tree
+        so far say the ``missing`` ones need, a quarter more, at most
+        twice the last batch (at least ``first_batch``)."""
+        if not made:
+            return size * 2
+        needed = -(-missing * trees * 5 // (made * 4))
+        return max(self.first_batch, min(size * 2, needed))
 
     def _batch_filter(self, after, upto):
         anchor_ok = self.anchor_ok
@@ -192,14 +207,17 @@ def load_universe(conn: sa.Connection, request: model.Request,
     for provider, aggregate, root in sql.aggregate_members(
             conn, aggregate_ids):
         universe.add_aggregate(provider, aggregate, root)
-    # Candidates anchor only in the trees the request is confined to.
-    for provider, root in sql.sharing_anchors(conn, universe.sharing,
-                                              universe.roots):
-        universe.add_share_anchor(provider, root)
-    if rc_ids and (inventories or universe.roots is not None):
-        universe.add_inventories(sql.inventories(
-            conn, rc_ids, universe.narrowing, sql.USABLE,
-            roots=universe.roots))
+    if not rc_ids or inventories or universe.roots is not None:
+        # Candidates anchor only in the trees the request is confined
+        # to. Otherwise the caller reads the trees a batch at a time, and
+        # the trees each batch's sharing providers serve with them.
+        for provider, root in sql.sharing_anchors(conn, universe.sharing,
+                                                  universe.roots):
+            universe.add_share_anchor(provider, root)
+        if rc_ids:
+            universe.add_inventories(sql.inventories(
+                conn, rc_ids, universe.narrowing, sql.USABLE,
+                roots=universe.roots))
     return universe
 
 

@@ -365,7 +365,7 @@ def test_trees_read_in_batches_change_no_answer(data, find, seed):
     _random_cloud(data, seed)
     queries = [q.format(**data.uuids) for q in _NARROWED_QUERIES]
     asked = [(query + '&limit=%d' % limit, {})
-             for query in queries for limit in (1, 2, 5)]
+             for query in queries for limit in (1, 2, 5, 12)]
     asked += [(query, {'max_candidates': 3}) for query in queries]
     batched = [find(query, first_batch=1, **settings)
                for query, settings in asked]
