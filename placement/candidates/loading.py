@@ -127,6 +127,14 @@ class Planned:
         # Most trees give a candidate or more.
         size, after = max(wanted, self.first_batch), -1
         trees = made = 0
+        # A tree the narrowing leaves out anchors no candidate but one of
+        # sharing providers alone, and that only when they, not the tree,
+        # are in the member_of aggregates. Without member_of, the last
+        # batch needs the trees its sharing providers serve among its own
+        # trees only, not all those above its start.
+        narrowing = universe.narrowing
+        any_root_anchors = (narrowing is not None
+                            and narrowing.member_of is not None)
         while True:
             # A remainder smaller than half a batch comes along now.
             batch = sql.usable_roots(conn, universe.narrowing, after,
@@ -137,8 +145,12 @@ class Planned:
             # Anchors go by root id range: the last batch takes them all.
             upto = None if last else batch[-1]
             universe.new_batch()
-            for provider, root in sql.sharing_anchors_between(
-                    conn, universe.sharing, after, upto):
+            if upto is None and not any_root_anchors:
+                anchors = sql.sharing_anchors(conn, universe.sharing, batch)
+            else:
+                anchors = sql.sharing_anchors_between(
+                    conn, universe.sharing, after, upto)
+            for provider, root in anchors:
                 universe.add_share_anchor(provider, root)
             universe.add_inventories(sql.inventories(
                 conn, rc_ids, universe.narrowing, sql.ALL, roots=batch))

@@ -623,7 +623,7 @@ def any_root_with_traits(conn: sa.Connection, required: Iterable[int],
 
 def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
                     roots: Collection[int] | None = None
-                    ) -> Sequence[tuple[int, int]]:
+                    ) -> Sequence[Sequence[Any]]:
     """(sharing provider, root) for every tree having a provider in an
     aggregate with one of ``provider_ids``: the trees they share with;
     only the trees rooted at ``roots`` when given (a request confined to

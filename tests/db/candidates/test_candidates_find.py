@@ -404,3 +404,27 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
         assert len(statements) == surveyed
     finally:
         sa.event.remove(backend.engine, 'before_cursor_execute', count)
+
+
+@pytest.mark.parametrize('query', [
+    'resources=DISK_GB:10&member_of={M}&root_required=CUSTOM_ROOT',
+    'resources=DISK_GB:10&root_required=CUSTOM_ROOT',
+    'resources=DISK_GB:10&member_of={M}',
+])
+def test_batches_find_sharing_alone_at_trees_left_out(data, find, query):
+    """A candidate of a sharing provider alone may anchor at a tree the
+    narrowing leaves out (not in the member_of aggregate its sharing
+    provider is in); read in batches, the trees the sharing provider
+    serves still come with the last batch.
+    """
+    data.provider('ss', inventory={'DISK_GB': 100}, aggregates=['M', 'S'],
+                  traits=['MISC_SHARES_VIA_AGGREGATE'])
+    for name in ('cn1', 'cn2', 'cn3'):
+        data.provider(name, inventory={'VCPU': 8}, aggregates=['S'],
+                      traits=['CUSTOM_ROOT'])
+    query = query.format(**data.uuids)
+    unbatched = find(query, batched=False)
+    assert unbatched.candidates
+    for limit in (1, 2, 10):
+        assert find('%s&limit=%d' % (query, limit), first_batch=1) == find(
+            '%s&limit=%d' % (query, limit), batched=False), limit
