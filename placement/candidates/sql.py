@@ -674,8 +674,18 @@ def _sharing_anchors_statement(dialect, roots):
     if roots == 'all':
         return query.where(
             id_list.among(mine.c.resource_provider_id, dialect))
-    query = query.where(mine.c.resource_provider_id.in_(
-        sa.bindparam('sharing', expanding=True)))
+    sharing: sa.BindParameter[list[int]] = sa.bindparam(
+        'sharing', expanding=True)
+    # Starting from the trees, MariaDB would read every member of each of
+    # their aggregates (an availability zone's thousands) before finding
+    # few of them sharing: only the sharing providers' aggregates lead on
+    # (at 100,000 nodes, 4 ms for a batch of 1,000 trees rather than 490).
+    sharer = _RPA.alias('sharer')
+    query = query.where(
+        mine.c.resource_provider_id.in_(sharing),
+        peer.c.aggregate_id.in_(
+            sa.select(sharer.c.aggregate_id)
+            .where(sharer.c.resource_provider_id.in_(sharing))))
     if roots == 'listed':
         return query.where(id_list.among(_RP.c.root_provider_id, dialect))
     query = query.where(_RP.c.root_provider_id > sa.bindparam('after'))
