@@ -137,9 +137,10 @@ class Planned:
                             and narrowing.member_of is not None)
         while True:
             # A remainder smaller than half a batch comes along now.
+            room = size + size // 2
             batch = sql.usable_roots(conn, universe.narrowing, after,
-                                     size + size // 2 + 1)
-            last = len(batch) <= size + size // 2
+                                     room + 1)
+            last = len(batch) <= room
             if not last:
                 batch = batch[:size]
             # Anchors go by root id range: the last batch takes them all.

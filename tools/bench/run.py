@@ -153,10 +153,6 @@ def parse_args(argv):
     return args
 
 
-def _cpu_list(cpus):
-    return ','.join(str(cpu) for cpu in sorted(cpus))
-
-
 def _restart(srvs, workers):
     for srv in srvs:
         srv.start(workers)
@@ -680,8 +676,8 @@ def main(argv=None):
                          'primary and standby PostgreSQL on this machine'
                          + (', the placement server on CPU %s, both '
                             'PostgreSQL servers on CPU %s' % (
-                                _cpu_list(SERVICE_CPUS),
-                                _cpu_list(DATABASE_CPUS))
+                                servers.cpu_list(SERVICE_CPUS),
+                                servers.cpu_list(DATABASE_CPUS))
                             if args.separate_cpus else '')
                          if args.replica else
                          '%d reps max per query' % args.reps,

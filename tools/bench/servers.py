@@ -171,6 +171,11 @@ class Database:
             self._server_side('drop')
 
 
+def cpu_list(cpus):
+    """``cpus`` as taskset and people read them: 0,1."""
+    return ','.join(str(cpu) for cpu in sorted(cpus))
+
+
 def children(pid):
     """PIDs whose parent is ``pid`` (the gunicorn workers of a master)."""
     found = []
@@ -300,8 +305,7 @@ class Server:
                '-w', str(workers), '--timeout', '900',
                '--graceful-timeout', '5', 'placement.wsgi.api:application']
         if self.cpus is not None:
-            cmd = ['taskset', '--cpu-list',
-                   ','.join(str(cpu) for cpu in sorted(self.cpus))] + cmd
+            cmd = ['taskset', '--cpu-list', cpu_list(self.cpus)] + cmd
         with _STARTED_LOCK:
             self.proc = subprocess.Popen(
                 cmd, env=self._environ, stdout=log, stderr=subprocess.STDOUT,
