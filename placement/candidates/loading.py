@@ -6,12 +6,14 @@ rows that can matter, when sql.Narrowing can tell), who holds the
 requested traits and aggregates, and which trees the sharing providers
 serve. With a limit that means not every candidate is needed,
 ``Planned.in_batches`` reads the trees a batch at a time instead, until
-enough candidates came.
+enough candidates came, with what their providers hold and are members
+of.
 """
 import collections
 from typing import Any
 from typing import Callable
 from typing import Iterator
+from typing import Sequence
 
 import sqlalchemy as sa
 
@@ -91,6 +93,8 @@ class Planned:
         self.needs = needs
         self.universe = universe
         self.anchor_ok = anchor_filter(request, names, universe)
+        self.trait_ids, self.aggregate_ids = linked_ids(request, needs,
+                                                        names)
         # The latest engine.Plan (None until the first is made).
         self.plan: Any = None
 
@@ -129,12 +133,16 @@ class Planned:
         trees = made = 0
         # A tree the narrowing leaves out anchors no candidate but one of
         # sharing providers alone, and that only when they, not the tree,
-        # are in the member_of aggregates. Without member_of, the last
-        # batch needs the trees its sharing providers serve among its own
-        # trees only, not all those above its start.
+        # are in the member_of aggregates: the last batch needs the trees
+        # those serve above its start, and of the trees the others serve
+        # only its own.
         narrowing = universe.narrowing
-        any_root_anchors = (narrowing is not None
-                            and narrowing.member_of is not None)
+        far_reaching = set()
+        if narrowing is not None and narrowing.member_of is not None:
+            far_reaching = {
+                provider for provider in universe.sharing
+                if universe.aggregates.get(provider, set())
+                & narrowing.member_of}
         while True:
             # A remainder smaller than half a batch comes along now.
             room = size + size // 2
@@ -146,8 +154,14 @@ class Planned:
             # Anchors go by root id range: the last batch takes them all.
             upto = None if last else batch[-1]
             universe.new_batch()
-            if upto is None and not any_root_anchors:
-                anchors = sql.sharing_anchors(conn, universe.sharing, batch)
+            _add_links(conn, universe, self.trait_ids, self.aggregate_ids,
+                       between=(after, upto))
+            anchors: Sequence[Sequence[Any]]
+            if upto is None:
+                anchors = [*sql.sharing_anchors(
+                    conn, universe.sharing - far_reaching, batch),
+                    *sql.sharing_anchors_between(
+                        conn, far_reaching, after, None)]
             else:
                 anchors = sql.sharing_anchors_between(
                     conn, universe.sharing, after, upto)
@@ -204,34 +218,59 @@ def load_universe(conn: sa.Connection, request: model.Request,
             if not narrowing.survey(conn):
                 narrowing = None
     universe = engine.Universe(rc_ids, roots, narrowing)
-    trait_ids = ids(request.root_required | request.root_forbidden,
-                    names.traits)
-    for need in needs:
-        trait_ids |= need.forbidden.union(*need.required)
+    trait_ids, aggregate_ids = linked_ids(request, needs, names)
     sharing_trait = names.traits.get(SHARING_TRAIT)
+    # Candidates anchor only in the trees the request is confined to.
+    # Otherwise, without ``inventories``, the caller reads the trees a
+    # batch at a time: their providers' traits and aggregates with them,
+    # and the trees each batch's sharing providers serve.
+    batched = bool(rc_ids) and not inventories and universe.roots is None
+    if batched:
+        if sharing_trait is not None:
+            _add_links(conn, universe, {sharing_trait}, ())
+            universe.mark_sharing(sharing_trait)
+        if universe.sharing:
+            _add_links(conn, universe, trait_ids, aggregate_ids,
+                       sharing_trait=sharing_trait)
+        return universe
     if sharing_trait is not None:
-        trait_ids |= {sharing_trait}
-    for provider, trait, root in sql.trait_holders(conn, trait_ids):
-        universe.add_trait(provider, trait, root)
+        trait_ids = trait_ids | {sharing_trait}
+    _add_links(conn, universe, trait_ids, aggregate_ids)
     universe.mark_sharing(sharing_trait)
+    for provider, root in sql.sharing_anchors(conn, universe.sharing,
+                                              universe.roots):
+        universe.add_share_anchor(provider, root)
+    if rc_ids:
+        universe.add_inventories(sql.inventories(
+            conn, rc_ids, universe.narrowing, sql.USABLE,
+            roots=universe.roots))
+    return universe
+
+
+def linked_ids(request: model.Request, needs: list[engine.Need],
+               names: sql.Names) -> tuple[set[int], set[int]]:
+    """The ids of the traits and of the aggregates the request names
+    (those it requires or forbids, or wants to be a member of or not).
+    """
+    trait_ids = set(ids(request.root_required | request.root_forbidden,
+                        names.traits))
     aggregate_ids: set[int] = set()
     for need in needs:
+        trait_ids |= need.forbidden.union(*need.required)
         aggregate_ids |= need.forbidden_aggs.union(*need.member_of)
+    return trait_ids, aggregate_ids
+
+
+def _add_links(conn, universe, trait_ids, aggregate_ids, **among):
+    """Who holds ``trait_ids`` and who is a member of ``aggregate_ids``,
+    into ``universe``; ``among`` as for sql.trait_holders.
+    """
+    for provider, trait, root in sql.trait_holders(conn, trait_ids,
+                                                   **among):
+        universe.add_trait(provider, trait, root)
     for provider, aggregate, root in sql.aggregate_members(
-            conn, aggregate_ids):
+            conn, aggregate_ids, **among):
         universe.add_aggregate(provider, aggregate, root)
-    if not rc_ids or inventories or universe.roots is not None:
-        # Candidates anchor only in the trees the request is confined
-        # to. Otherwise the caller reads the trees a batch at a time, and
-        # the trees each batch's sharing providers serve with them.
-        for provider, root in sql.sharing_anchors(conn, universe.sharing,
-                                                  universe.roots):
-            universe.add_share_anchor(provider, root)
-        if rc_ids:
-            universe.add_inventories(sql.inventories(
-                conn, rc_ids, universe.narrowing, sql.USABLE,
-                roots=universe.roots))
-    return universe
 
 
 def _narrowing(request, needs, names):

@@ -114,15 +114,27 @@ ALL = 'all'
 
 
 # A survey's counts change slowly and only steer how much is read, never
-# what is found: they are reused for a while, per database and amounts.
+# what is found: they are reused for a while, per database and question.
 SURVEY_SECONDS = 30
 _SURVEYS_KEPT = 1024
-_recent_surveys: dict[tuple[str, tuple[tuple[int, int], ...]],
-                      tuple[float, dict[int, int], dict[int, int], int]] = {}
+_recent_surveys: dict[tuple[str, Any], tuple[float, Any]] = {}
 
 
 def forget_surveys() -> None:
     _recent_surveys.clear()
+
+
+def _recently_counted(conn, question, count):
+    """``count()``, or what it gave for ``question`` on this database
+    less than SURVEY_SECONDS ago."""
+    key = (str(conn.engine.url), question)
+    now = time.monotonic()
+    counted = _recent_surveys.get(key)
+    if counted is None or now - counted[0] > SURVEY_SECONDS:
+        if len(_recent_surveys) >= _SURVEYS_KEPT:
+            _recent_surveys.clear()
+        counted = _recent_surveys[key] = now, count()
+    return counted[1]
 
 
 @dataclasses.dataclass
@@ -153,41 +165,49 @@ class Narrowing:
     required: tuple[frozenset[int], ...] = ()
     # Checking a class most trees offer would cost more than it saves.
     scarce: frozenset[int] = frozenset()
+    # From the survey: the trees, the providers having a trait of each
+    # set of ``required`` and the members of the ``member_of``
+    # aggregates.
+    trees: int = 0
+    holders: tuple[int, ...] = ()
+    members: int = 0
 
     def survey(self, conn: sa.Connection) -> bool:
-        """Count the rows of each class able to give its amount (or take
-        the counts of a recent survey); set ``scarce`` to the classes at
-        most half as many rows can give as there are trees, or as the
-        most common class has rows. Return whether the narrowing leaves
-        any row out.
+        """Count the rows of each class able to give its amount, the
+        trees and the holders of the required traits (or take the counts
+        of a recent survey); set ``scarce`` to the classes at most half
+        as many rows can give as there are trees, or as the most common
+        class has rows. Return whether the narrowing leaves any row out.
         """
         classes = sorted(self.amounts)
-        key = (str(conn.engine.url), tuple(sorted(self.amounts.items())))
-        counted = _recent_surveys.get(key)
-        now = time.monotonic()
-        if counted is None or now - counted[0] > SURVEY_SECONDS:
+        amounts = tuple(sorted(self.amounts.items()))
+
+        def count_rows():
             counts = conn.execute(
                 _survey_statement(len(classes)),
-                dict(_class_params(sorted(self.amounts.items())),
-                     rc_ids=classes)).all()
-            rows = {rc: count for rc, count, _fitting, _trees in counts}
-            able = {rc: int(fitting) for rc, _count, fitting, _ in counts}
+                dict(_class_params(amounts), rc_ids=classes)).all()
             # Every row carries the number of trees.
-            trees = counts[0][3] if counts else 0
-            if len(_recent_surveys) >= _SURVEYS_KEPT:
-                _recent_surveys.clear()
-            _recent_surveys[key] = now, able, rows, trees
-        else:
-            _when, able, rows, trees = counted
-        most = max(trees, *able.values()) if able else 0
+            return ({rc: int(fitting) for rc, _count, fitting, _ in counts},
+                    {rc: count for rc, count, _fitting, _trees in counts},
+                    counts[0][3] if counts else 0)
+        able, rows, self.trees = _recently_counted(conn, amounts, count_rows)
+        if self.required:
+            held = _linked_counts(conn, 'trait', set().union(*self.required))
+            self.holders = tuple(sum(held.get(trait, 0) for trait in any_of)
+                                 for any_of in self.required)
+        if self.member_of is not None:
+            self.members = sum(
+                _linked_counts(conn, 'aggregate', self.member_of).values())
+        most = max(self.trees, *able.values()) if able else 0
         self.scarce = frozenset(rc for rc in classes
                                 if able.get(rc, 0) * 2 <= most)
         return bool(able != rows or self.scarce or self.member_of is not None
                     or self.root_required or self.root_forbidden
                     or self.required)
 
-    def shape(self) -> '_Shape':
-        """What the statement's structure depends on (not its values)."""
+    def shape(self, probed: tuple[int | str, ...] = ()) -> '_Shape':
+        """What the statement's structure depends on (not its values);
+        ``probed`` as _Shape's."""
         classes = sorted(self.amounts)
         return _Shape(
             classes=len(classes),
@@ -197,7 +217,21 @@ class Narrowing:
             member_of=self.member_of is not None,
             root_required=len(self.root_required),
             root_forbidden=bool(self.root_forbidden),
-            required=len(self.required))
+            required=len(self.required), probed=probed)
+
+    def probed(self, roots: int) -> tuple[int | str, ...]:
+        """What is better checked tree by tree, as the first ``roots``
+        usable roots are looked for, than by reading every provider that
+        has it first: the sets of ``required`` (by index) and member_of
+        ('member_of') so common that the trees looked at (about ``roots``
+        / providers * trees) cost less than the providers, a tree
+        costing about twice a provider.
+        """
+        counts: dict[int | str, int] = dict(enumerate(self.holders))
+        if self.member_of is not None:
+            counts['member_of'] = self.members
+        return tuple(key for key, providers in counts.items()
+                     if providers * providers > 2 * roots * self.trees)
 
     def params(self) -> dict[str, Any]:
         params = _class_params(sorted(self.amounts.items()))
@@ -222,9 +256,11 @@ def _class_params(resources):
     return params
 
 
+# ``probed``: as Narrowing.probed gives, what is looked up tree by tree
+# (a correlated subquery) rather than from all providers having it.
 _Shape = collections.namedtuple(
     '_Shape', 'classes scarce sharing member_of root_required '
-              'root_forbidden required')
+              'root_forbidden required probed')
 
 
 def _fits(inv, classes, rc=None):
@@ -238,6 +274,24 @@ def _fits(inv, classes, rc=None):
                 (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
                 >= sa.bindparam('amount_%d' % i))
         for i in classes))
+
+
+def _linked_counts(conn, kind, ids):
+    """{id: providers linked to it} of ``ids`` of ``kind`` (as _LINKS),
+    from a recent survey if there was one."""
+    ids = sorted(ids)
+    return _recently_counted(
+        conn, (kind, tuple(ids)),
+        lambda: dict(conn.execute(_linked_count_statement(kind),
+                                  {'ids': ids}).all()))
+
+
+@functools.lru_cache(maxsize=2)
+def _linked_count_statement(kind):
+    _link, column = _LINKS[kind]
+    return (sa.select(column, sa.func.count())
+            .where(column.in_(sa.bindparam('ids', expanding=True)))
+            .group_by(column))
 
 
 @functools.lru_cache(maxsize=16)
@@ -276,11 +330,12 @@ def _tree_usable(shape, root):
     tree = [_offers(shape, root, i) for i in shape.scarce]
     if shape.member_of:
         member = _RP.alias('member')
-        tree.append(root.in_(
-            sa.select(member.c.root_provider_id).select_from(
-                _RPA.join(member, member.c.id == _RPA.c.resource_provider_id))
-            .where(_RPA.c.aggregate_id.in_(
-                sa.bindparam('member_of', expanding=True)))))
+        tree.append(_tree_has(
+            root, member,
+            _RPA.join(member, member.c.id == _RPA.c.resource_provider_id),
+            _RPA.c.aggregate_id.in_(
+                sa.bindparam('member_of', expanding=True)),
+            'member_of' in shape.probed))
     for i in range(shape.root_required):
         tree.append(root.in_(
             sa.select(_RPT.c.resource_provider_id)
@@ -319,16 +374,31 @@ def _holds(shape, root, i):
     rp = _RP.alias('holder_rp')
     traits: sa.BindParameter[list[int]] = sa.bindparam(
         'required_%d' % i, expanding=True)
-    holds = root.in_(
-        sa.select(rp.c.root_provider_id)
-        .select_from(link.join(rp, rp.c.id == link.c.resource_provider_id))
-        .where(link.c.trait_id.in_(traits)))
+    holds = _tree_has(
+        root, rp, link.join(rp, rp.c.id == link.c.resource_provider_id),
+        link.c.trait_id.in_(traits), i in shape.probed)
     if not shape.sharing:
         return holds
     sharer = (sa.select(link.c.resource_provider_id)
               .where(link.c.trait_id.in_(traits),
                      _sharing(link.c.resource_provider_id)))
     return sa.or_(holds, _served(root, sharer))
+
+
+def _tree_has(root, rp, providers, condition, probe):
+    """The tree of ``root`` has a provider (``rp``, a resource_providers
+    alias joined into ``providers``) meeting ``condition``: looked up
+    for this root alone if ``probe``, else among the roots of all such
+    providers, read first.
+    """
+    if probe:
+        # A scalar subquery, which neither MariaDB nor PostgreSQL turns
+        # into a read of every such provider, as they would an EXISTS.
+        return (sa.select(rp.c.id).select_from(providers)
+                .where(condition, rp.c.root_provider_id == root)
+                .limit(1).scalar_subquery().is_not(None))
+    return root.in_(sa.select(rp.c.root_provider_id)
+                    .select_from(providers).where(condition))
 
 
 def _served(root, sharers):
@@ -465,7 +535,7 @@ def usable_roots(conn: sa.Connection, narrowing: Narrowing | None,
     params = {'after': after, 'count': min(count, 2 ** 31 - 1)}
     shape = None
     if narrowing is not None:
-        shape = narrowing.shape()
+        shape = narrowing.shape(narrowing.probed(count))
         params.update(narrowing.params())
     rows = packed.rows(conn, _roots_statement(shape), (packed.INT,), params,
                        ordered=True)
@@ -563,18 +633,20 @@ def _single_precision(value):
     return struct.unpack('f', struct.pack('f', value))[0]
 
 
-def trait_holders(conn: sa.Connection, trait_ids: Collection[int]
-                  ) -> Sequence[tuple[int, int, int]]:
+def trait_holders(conn: sa.Connection, trait_ids: Collection[int],
+                  **among: Any) -> Sequence[tuple[int, int, int]]:
     """(provider, trait, root) for every provider having one of
-    ``trait_ids``.
+    ``trait_ids``; only some providers with ``among`` (see _linked).
     """
-    return _linked(conn, 'trait', trait_ids)
+    return _linked(conn, 'trait', trait_ids, **among)
 
 
-def aggregate_members(conn: sa.Connection, aggregate_ids: Collection[int]
-                      ) -> Sequence[tuple[int, int, int]]:
-    """(provider, aggregate, root) for every member of ``aggregate_ids``."""
-    return _linked(conn, 'aggregate', aggregate_ids)
+def aggregate_members(conn: sa.Connection, aggregate_ids: Collection[int],
+                      **among: Any) -> Sequence[tuple[int, int, int]]:
+    """(provider, aggregate, root) for every member of ``aggregate_ids``;
+    only some providers with ``among`` (see _linked).
+    """
+    return _linked(conn, 'aggregate', aggregate_ids, **among)
 
 
 # What providers are linked to: (link table, column of the linked id).
@@ -584,24 +656,43 @@ _LINKS = {
 }
 
 
-def _linked(conn, kind, ids):
+def _linked(conn, kind, ids, sharing_trait=None, between=None):
     """(provider, linked id, root) for the providers linked to one of
-    ``ids`` of ``kind``.
+    ``ids`` of ``kind``: of all providers, only of those having the trait
+    ``sharing_trait`` if given, or only of the trees whose root id is
+    above ``after`` and at most ``upto`` (None: any) for ``between``
+    (after, upto).
     """
     if not ids:
         return []
-    return packed.rows(conn, _linked_statement(kind), (packed.INT,) * 3,
-                       {'ids': sorted(ids)})
+    params = {'ids': sorted(ids)}
+    providers = 'all'
+    if sharing_trait is not None:
+        providers = 'sharing'
+        params['sharing_trait'] = sharing_trait
+    elif between is not None:
+        after, upto = between
+        providers = 'above' if upto is None else 'below'
+        params.update(after=after, upto=upto)
+    return packed.rows(conn, _linked_statement(kind, providers),
+                       (packed.INT,) * 3, params)
 
 
-@functools.lru_cache(maxsize=4)
-def _linked_statement(kind):
+@functools.lru_cache(maxsize=16)
+def _linked_statement(kind, providers):
     link, column = _LINKS[kind]
-    return (sa.select(link.c.resource_provider_id, column,
-                      _RP.c.root_provider_id)
-            .select_from(
-                link.join(_RP, _RP.c.id == link.c.resource_provider_id))
-            .where(column.in_(sa.bindparam('ids', expanding=True))))
+    query = (sa.select(link.c.resource_provider_id, column,
+                       _RP.c.root_provider_id)
+             .select_from(
+                 link.join(_RP, _RP.c.id == link.c.resource_provider_id))
+             .where(column.in_(sa.bindparam('ids', expanding=True))))
+    if providers == 'sharing':
+        return query.where(_sharing(link.c.resource_provider_id))
+    if providers != 'all':
+        query = query.where(_RP.c.root_provider_id > sa.bindparam('after'))
+    if providers == 'below':
+        query = query.where(_RP.c.root_provider_id <= sa.bindparam('upto'))
+    return query
 
 
 def any_root_with_traits(conn: sa.Connection, required: Iterable[int],

@@ -325,3 +325,20 @@ class TestMatching:
             1, 2, 3}
         assert engine.matching(world.universe, need(
             '', forbidden=frozenset([FOO])), among=[1, 2, 3]) == {1, 3}
+
+
+def test_only_common_traits_and_aggregates_are_probed():
+    """A batch's roots are checked tree by tree for the required traits
+    and member_of aggregates so common that fewer trees are looked at
+    than they have holders or members; rarer ones are read first.
+    """
+    narrowing = sql.Narrowing(
+        {1: 1}, member_of=frozenset({7}),
+        required=(frozenset({1}), frozenset({2, 3})),
+        trees=100_000, holders=(50_000, 5), members=20_000)
+    assert narrowing.probed(1501) == (0, 'member_of')
+    assert narrowing.probed(10_000) == (0,)
+    assert narrowing.probed(2 ** 31 - 1) == ()
+    small = sql.Narrowing({1: 1}, required=(frozenset({1}),), trees=1000,
+                          holders=(1000,))
+    assert small.probed(1501) == ()
