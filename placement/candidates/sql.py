@@ -165,19 +165,21 @@ class Narrowing:
     required: tuple[frozenset[int], ...] = ()
     # Checking a class most trees offer would cost more than it saves.
     scarce: frozenset[int] = frozenset()
-    # From the survey: the trees, the providers having a trait of each
-    # set of ``required`` and the members of the ``member_of``
-    # aggregates.
+    # From the survey: the trees, the rows able to give each class, the
+    # providers having a trait of each set of ``required`` and the
+    # members of the ``member_of`` aggregates.
     trees: int = 0
+    able: dict[int, int] = dataclasses.field(default_factory=dict)
     holders: tuple[int, ...] = ()
     members: int = 0
 
     def survey(self, conn: sa.Connection) -> bool:
         """Count the rows of each class able to give its amount, the
-        trees and the holders of the required traits (or take the counts
-        of a recent survey); set ``scarce`` to the classes at most half
-        as many rows can give as there are trees, or as the most common
-        class has rows. Return whether the narrowing leaves any row out.
+        trees, the holders of the required traits and the members of the
+        member_of aggregates (or take the counts of a recent survey); set
+        ``scarce`` to the classes at most half as many rows can give as
+        there are trees, or as the most common class has rows. Return
+        whether the narrowing leaves any row out.
         """
         classes = sorted(self.amounts)
         amounts = tuple(sorted(self.amounts.items()))
@@ -190,7 +192,8 @@ class Narrowing:
             return ({rc: int(fitting) for rc, _count, fitting, _ in counts},
                     {rc: count for rc, count, _fitting, _trees in counts},
                     counts[0][3] if counts else 0)
-        able, rows, self.trees = _recently_counted(conn, amounts, count_rows)
+        self.able, rows, self.trees = _recently_counted(conn, amounts,
+                                                        count_rows)
         if self.required:
             held = _linked_counts(conn, 'trait', set().union(*self.required))
             self.holders = tuple(sum(held.get(trait, 0) for trait in any_of)
@@ -198,6 +201,7 @@ class Narrowing:
         if self.member_of is not None:
             self.members = sum(
                 _linked_counts(conn, 'aggregate', self.member_of).values())
+        able = self.able
         most = max(self.trees, *able.values()) if able else 0
         self.scarce = frozenset(rc for rc in classes
                                 if able.get(rc, 0) * 2 <= most)
@@ -205,9 +209,10 @@ class Narrowing:
                     or self.root_required or self.root_forbidden
                     or self.required)
 
-    def shape(self, probed: tuple[int | str, ...] = ()) -> '_Shape':
+    def shape(self, order: tuple[str, ...] = (),
+              probed: tuple[str, ...] = ()) -> '_Shape':
         """What the statement's structure depends on (not its values);
-        ``probed`` as _Shape's."""
+        ``order`` and ``probed`` as _Shape's."""
         classes = sorted(self.amounts)
         return _Shape(
             classes=len(classes),
@@ -217,21 +222,30 @@ class Narrowing:
             member_of=self.member_of is not None,
             root_required=len(self.root_required),
             root_forbidden=bool(self.root_forbidden),
-            required=len(self.required), probed=probed)
+            required=len(self.required), order=order, probed=probed)
 
-    def probed(self, roots: int) -> tuple[int | str, ...]:
-        """What is better checked tree by tree, as the first ``roots``
-        usable roots are looked for, than by reading every provider that
-        has it first: the sets of ``required`` (by index) and member_of
-        ('member_of') so common that the trees looked at (about ``roots``
-        / providers * trees) cost less than the providers, a tree
-        costing about twice a provider.
+    def roots_shape(self, roots: int) -> '_Shape':
+        """The shape to find the first ``roots`` usable roots with, in id
+        order, looking at the trees one by one: what few providers have
+        (a scarce class's able rows, the holders of a set of required
+        traits, the members of the member_of aggregates) is read first
+        and checked first, and all else looked up for each tree that
+        passed. So is even the rarest, if so common that the trees
+        looked at (about ``roots`` / rows * trees) cost less than its
+        rows would, a tree costing about twice a row.
         """
-        counts: dict[int | str, int] = dict(enumerate(self.holders))
+        classes = sorted(self.amounts)
+        counts = {'rc_%d' % i: self.able.get(rc, 0)
+                  for i, rc in enumerate(classes) if rc in self.scarce}
+        counts.update(('required_%d' % i, held)
+                      for i, held in enumerate(self.holders))
         if self.member_of is not None:
             counts['member_of'] = self.members
-        return tuple(key for key, providers in counts.items()
-                     if providers * providers > 2 * roots * self.trees)
+        order = tuple(sorted(counts, key=lambda key: (counts[key], key)))
+        probed = order[1:]
+        if order and counts[order[0]] ** 2 > 2 * roots * self.trees:
+            probed = order
+        return self.shape(order, probed)
 
     def params(self) -> dict[str, Any]:
         params = _class_params(sorted(self.amounts.items()))
@@ -256,11 +270,14 @@ def _class_params(resources):
     return params
 
 
-# ``probed``: as Narrowing.probed gives, what is looked up tree by tree
-# (a correlated subquery) rather than from all providers having it.
+# ``order``: the keys ('rc_<i>' for scarce class i, 'required_<i>' for
+# required set i, 'member_of') of the conditions on a tree in the order
+# they are checked (none: that order); ``probed``: those looked up for
+# each tree (a correlated subquery), checked after all others, rather
+# than among all the providers meeting them (Narrowing.roots_shape).
 _Shape = collections.namedtuple(
     '_Shape', 'classes scarce sharing member_of root_required '
-              'root_forbidden required probed')
+              'root_forbidden required order probed')
 
 
 def _fits(inv, classes, rc=None):
@@ -325,17 +342,21 @@ def _usable(shape, inv, rp, rc):
 
 def _tree_usable(shape, root):
     """The conditions on the tree of ``root`` (a column) for its rows to
-    be of use.
+    be of use, in the order to check them.
     """
-    tree = [_offers(shape, root, i) for i in shape.scarce]
+    keyed = {'rc_%d' % i: _offers(shape, root, i) for i in shape.scarce}
     if shape.member_of:
         member = _RP.alias('member')
-        tree.append(_tree_has(
+        keyed['member_of'] = _tree_has(
             root, member,
             _RPA.join(member, member.c.id == _RPA.c.resource_provider_id),
             _RPA.c.aggregate_id.in_(
                 sa.bindparam('member_of', expanding=True)),
-            'member_of' in shape.probed))
+            'member_of' in shape.probed)
+    keyed.update(('required_%d' % i, _holds(shape, root, i))
+                 for i in range(shape.required))
+    order = shape.order or tuple(keyed)
+    tree = [keyed[key] for key in order if key not in shape.probed]
     for i in range(shape.root_required):
         tree.append(root.in_(
             sa.select(_RPT.c.resource_provider_id)
@@ -345,8 +366,7 @@ def _tree_usable(shape, root):
             sa.select(_RPT.c.resource_provider_id)
             .where(_RPT.c.trait_id.in_(
                 sa.bindparam('root_forbidden', expanding=True)))))
-    tree.extend(_holds(shape, root, i) for i in range(shape.required))
-    return tree
+    return tree + [keyed[key] for key in order if key in shape.probed]
 
 
 def _offers(shape, root, i):
@@ -355,16 +375,15 @@ def _offers(shape, root, i):
     """
     inv = _INV.alias('offer')
     rp = _RP.alias('offer_rp')
-    able = (sa.select(rp.c.root_provider_id)
-            .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
-            .where(_fits(inv, [i])))
-    offers = root.in_(able)
+    offers = _tree_has(
+        root, rp, inv.join(rp, rp.c.id == inv.c.resource_provider_id),
+        _fits(inv, [i]), 'rc_%d' % i in shape.probed)
     if not shape.sharing:
         return offers
     sharer = (sa.select(inv.c.resource_provider_id)
               .where(_fits(inv, [i]), _sharing(inv.c.resource_provider_id)))
-    # MariaDB looks the tree's rows up root by root, after the (read
-    # once) trees served, which spares it the lookups of those.
+    # MariaDB may look the tree's rows up root by root even so: after the
+    # (read once) trees served, which spares it the lookups of those.
     return sa.or_(_served(root, sharer), offers)
 
 
@@ -378,7 +397,7 @@ def _holds(shape, root, i):
         'required_%d' % i, expanding=True)
     holds = _tree_has(
         root, rp, link.join(rp, rp.c.id == link.c.resource_provider_id),
-        link.c.trait_id.in_(traits), i in shape.probed)
+        link.c.trait_id.in_(traits), 'required_%d' % i in shape.probed)
     if not shape.sharing:
         return holds
     sharer = (sa.select(link.c.resource_provider_id)
@@ -537,7 +556,7 @@ def usable_roots(conn: sa.Connection, narrowing: Narrowing | None,
     params = {'after': after, 'count': min(count, 2 ** 31 - 1)}
     shape = None
     if narrowing is not None:
-        shape = narrowing.shape(narrowing.probed(count))
+        shape = narrowing.roots_shape(count)
         params.update(narrowing.params())
     rows = packed.rows(conn, _roots_statement(shape), (packed.INT,), params,
                        ordered=True)

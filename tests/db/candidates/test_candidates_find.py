@@ -357,20 +357,25 @@ def test_narrowing_changes_no_answer(data, find, seed):
     assert sum(bool(result.candidates) for result in narrowed) > 10
 
 
-@pytest.mark.parametrize('probe', [False, True])
+@pytest.mark.parametrize('probed', ['as surveyed', 'all', 'none'])
 @pytest.mark.parametrize('seed', [1, 2])
-def test_trees_read_in_batches_change_no_answer(data, find, seed, probe,
+def test_trees_read_in_batches_change_no_answer(data, find, seed, probed,
                                                 monkeypatch):
     """With a limit, trees are read a batch at a time until enough
     candidates came; the answer is the one reading them all would give,
-    whether the batch's roots are found by looking up every tree's
-    required traits and aggregates (``probe``, as for common ones in a
-    large cloud) or from all their holders and members.
+    whichever conditions on a tree (scarce classes, required traits,
+    member_of) the batch's roots are found by looking up tree by tree
+    rather than among all the providers meeting them.
     """
-    if probe:
-        monkeypatch.setattr(
-            candidates_sql.Narrowing, 'probed',
-            lambda self, roots: (*range(len(self.required)), 'member_of'))
+    surveyed = candidates_sql.Narrowing.roots_shape
+
+    def roots_shape(narrowing, roots):
+        shape = surveyed(narrowing, roots)
+        return shape._replace(
+            probed=shape.order if probed == 'all' else ())
+    if probed != 'as surveyed':
+        monkeypatch.setattr(candidates_sql.Narrowing, 'roots_shape',
+                            roots_shape)
     _random_cloud(data, seed)
     queries = [q.format(**data.uuids) for q in _NARROWED_QUERIES]
     asked = [(query + '&limit=%d' % limit, {})

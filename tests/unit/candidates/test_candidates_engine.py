@@ -327,18 +327,25 @@ class TestMatching:
             '', forbidden=frozenset([FOO])), among=[1, 2, 3]) == {1, 3}
 
 
-def test_only_common_traits_and_aggregates_are_probed():
-    """A batch's roots are checked tree by tree for the required traits
-    and member_of aggregates so common that fewer trees are looked at
-    than they have holders or members; rarer ones are read first.
+def test_roots_are_found_from_the_rarest_condition_first():
+    """A batch's roots are found among the trees meeting the rarest of
+    the conditions the survey counted, read first; the others are looked
+    up tree by tree for those, and so is the rarest when so common that
+    the trees looked at cost less than its rows.
     """
     narrowing = sql.Narrowing(
-        {1: 1}, member_of=frozenset({7}),
+        {1: 1, 2: 10}, member_of=frozenset({7}),
         required=(frozenset({1}), frozenset({2, 3})),
-        trees=100_000, holders=(50_000, 5), members=20_000)
-    assert narrowing.probed(1501) == (0, 'member_of')
-    assert narrowing.probed(10_000) == (0,)
-    assert narrowing.probed(2 ** 31 - 1) == ()
-    small = sql.Narrowing({1: 1}, required=(frozenset({1}),), trees=1000,
-                          holders=(1000,))
-    assert small.probed(1501) == ()
+        scarce=frozenset({2}), trees=100_000, able={1: 100_000, 2: 30_000},
+        holders=(50_000, 60_000), members=20_000)
+    shape = narrowing.roots_shape(1501)
+    assert shape.order == ('member_of', 'rc_1', 'required_0', 'required_1')
+    assert shape.probed == ('member_of', 'rc_1', 'required_0', 'required_1')
+    shape = narrowing.roots_shape(10_000)
+    assert shape.probed == ('rc_1', 'required_0', 'required_1')
+    rare = sql.Narrowing({1: 1}, required=(frozenset({1}), frozenset({2})),
+                         trees=1000, holders=(900, 5))
+    shape = rare.roots_shape(1501)
+    assert (shape.order, shape.probed) == (
+        ('required_1', 'required_0'), ('required_0',))
+    assert sql.Narrowing({1: 1}).roots_shape(1501).order == ()
