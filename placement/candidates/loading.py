@@ -123,10 +123,14 @@ class Planned:
         # Sharing providers serve trees of every batch: of their rows only
         # those able to give an amount are of use; the trees' rows are
         # read whole, the summaries show them.
-        universe.add_inventories(sql.inventories(
-            conn, rc_ids, universe.narrowing, sql.FIT,
-            provider_ids=universe.sharing))
+        shared = sql.inventories(conn, rc_ids, universe.narrowing, sql.FIT,
+                                 provider_ids=universe.sharing)
+        universe.add_inventories(shared)
         universe.keep_rows()
+        if universe.narrowing is not None:
+            universe.narrowing.learn_sharing(shared, (
+                universe.traits.get(provider, set())
+                for provider in universe.sharing))
         seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more.
         size, after = max(wanted, self.first_batch), -1

@@ -172,6 +172,22 @@ class Narrowing:
     able: dict[int, int] = dataclasses.field(default_factory=dict)
     holders: tuple[int, ...] = ()
     members: int = 0
+    # The keys (as _Shape's order) of the conditions no sharing provider
+    # meets, once that is known: a tree meets them by itself or not.
+    unshared: frozenset[str] = frozenset()
+
+    def learn_sharing(self, rows: Iterable['Inventory'],
+                      traits: Iterable[set[int]]) -> None:
+        """Set ``unshared`` from the sharing providers' ``rows`` this
+        narrowing keeps (FIT) and the requested ``traits`` of each."""
+        classes = sorted(self.amounts)
+        offered = {inv.rc for inv in rows}
+        held = set().union(*traits)
+        self.unshared = frozenset(
+            ['rc_%d' % i for i, rc in enumerate(classes)
+             if rc not in offered]
+            + ['required_%d' % i for i, any_of in enumerate(self.required)
+               if not any_of & held])
 
     def survey(self, conn: sa.Connection) -> bool:
         """Count the rows of each class able to give its amount, the
@@ -222,7 +238,8 @@ class Narrowing:
             member_of=self.member_of is not None,
             root_required=len(self.root_required),
             root_forbidden=bool(self.root_forbidden),
-            required=len(self.required), order=order, probed=probed)
+            required=len(self.required), order=order, probed=probed,
+            unshared=tuple(sorted(self.unshared)))
 
     def roots_shape(self, roots: int) -> '_Shape':
         """The shape to find the first ``roots`` usable roots with, in id
@@ -274,10 +291,11 @@ def _class_params(resources):
 # required set i, 'member_of') of the conditions on a tree in the order
 # they are checked (none: that order); ``probed``: those looked up for
 # each tree (a correlated subquery), checked after all others, rather
-# than among all the providers meeting them (Narrowing.roots_shape).
+# than among all the providers meeting them (Narrowing.roots_shape);
+# ``unshared``: those no sharing provider meets (Narrowing.unshared).
 _Shape = collections.namedtuple(
     '_Shape', 'classes scarce sharing member_of root_required '
-              'root_forbidden required order probed')
+              'root_forbidden required order probed unshared')
 
 
 def _fits(inv, classes, rc=None):
@@ -366,7 +384,13 @@ def _tree_usable(shape, root):
             sa.select(_RPT.c.resource_provider_id)
             .where(_RPT.c.trait_id.in_(
                 sa.bindparam('root_forbidden', expanding=True)))))
-    return tree + [keyed[key] for key in order if key in shape.probed]
+    probes = [keyed[key] for key in order if key in shape.probed]
+    if not (tree and probes):
+        return tree + probes
+    # Only a tree that passed the others is looked up: in a CASE, which
+    # the database evaluates in order, where MariaDB would look up every
+    # tree before it joins the others' providers.
+    return [sa.case((sa.and_(*tree), sa.and_(*probes)), else_=sa.false())]
 
 
 def _offers(shape, root, i):
@@ -378,7 +402,7 @@ def _offers(shape, root, i):
     offers = _tree_has(
         root, rp, inv.join(rp, rp.c.id == inv.c.resource_provider_id),
         _fits(inv, [i]), 'rc_%d' % i in shape.probed)
-    if not shape.sharing:
+    if not shape.sharing or 'rc_%d' % i in shape.unshared:
         return offers
     sharer = (sa.select(inv.c.resource_provider_id)
               .where(_fits(inv, [i]), _sharing(inv.c.resource_provider_id)))
@@ -398,7 +422,7 @@ def _holds(shape, root, i):
     holds = _tree_has(
         root, rp, link.join(rp, rp.c.id == link.c.resource_provider_id),
         link.c.trait_id.in_(traits), 'required_%d' % i in shape.probed)
-    if not shape.sharing:
+    if not shape.sharing or 'required_%d' % i in shape.unshared:
         return holds
     sharer = (sa.select(link.c.resource_provider_id)
               .where(link.c.trait_id.in_(traits),

@@ -349,3 +349,16 @@ def test_roots_are_found_from_the_rarest_condition_first():
     assert (shape.order, shape.probed) == (
         ('required_1', 'required_0'), ('required_0',))
     assert sql.Narrowing({1: 1}).roots_shape(1501).order == ()
+
+
+def test_conditions_no_sharing_provider_meets_are_known():
+    """Once the sharing providers' rows and traits are known, a tree's
+    conditions they cannot help it meet are checked on the tree alone.
+    """
+    narrowing = sql.Narrowing(
+        {1: 1, 2: 10}, sharing_trait=9,
+        required=(frozenset({5}), frozenset({6, 7})))
+    disk = sql.Inventory(100, 2, 100, None, 500, 0, 1.0, 1.0, 1, 500, 1, 0)
+    narrowing.learn_sharing([disk], [{7}, set()])
+    assert narrowing.unshared == {'rc_0', 'required_0'}
+    assert narrowing.shape().unshared == ('rc_0', 'required_0')
