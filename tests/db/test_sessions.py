@@ -7,7 +7,6 @@ from placement.db import engine as db_engine
 from conftest import make_conf
 
 
-
 def _session_value(backend, variable, **options):
     engine = db_engine.create_engine(
         make_conf(backend.url, placement_database=options))
