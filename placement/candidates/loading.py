@@ -209,7 +209,10 @@ def load_universe(conn: sa.Connection, request: model.Request,
     """A Universe with what ``needs`` can use; with ``narrow``, only the
     inventories that can matter to them (``universe.narrowing`` says
     which), else all of the requested classes. Without ``inventories``
-    the caller reads them.
+    (and with classes requested in no tree in particular) the caller
+    reads them a batch of trees at a time (Planned.in_batches), with the
+    traits and aggregates of those trees: the universe then holds only
+    the sharing providers' traits and aggregates.
     """
     rc_ids = {rc for need in needs for rc, _amount in need.resources}
     roots = narrowing = None
