@@ -717,9 +717,8 @@ def _linked(conn, kind, ids, sharing_trait=None, between=None):
         providers = 'sharing'
         params['sharing_trait'] = sharing_trait
     elif between is not None:
-        after, upto = between
-        providers = 'above' if upto is None else 'below'
-        params.update(after=after, upto=upto)
+        providers, bounds = _root_range(*between)
+        params.update(bounds)
     return packed.rows(conn, _linked_statement(kind, providers),
                        (packed.INT,) * 3, params)
 
@@ -734,9 +733,25 @@ def _linked_statement(kind, providers):
              .where(column.in_(sa.bindparam('ids', expanding=True))))
     if providers == 'sharing':
         return query.where(_sharing(link.c.resource_provider_id))
-    if providers != 'all':
-        query = query.where(_RP.c.root_provider_id > sa.bindparam('after'))
-    if providers == 'below':
+    if providers == 'all':
+        return query
+    return _in_root_range(query, providers)
+
+
+def _root_range(after, upto):
+    """The kind of range ('above', or 'below' with an upper bound too) of
+    the root ids above ``after`` and at most ``upto`` (None: any), and
+    its parameters, for _in_root_range."""
+    return ('above' if upto is None else 'below'), {'after': after,
+                                                    'upto': upto}
+
+
+def _in_root_range(query, bounds):
+    """``query`` (joined to resource_providers) for the trees whose root
+    id is above ``after``, and at most ``upto`` with ``bounds`` 'below'.
+    """
+    query = query.where(_RP.c.root_provider_id > sa.bindparam('after'))
+    if bounds == 'below':
         query = query.where(_RP.c.root_provider_id <= sa.bindparam('upto'))
     return query
 
@@ -787,11 +802,10 @@ def sharing_anchors_between(conn: sa.Connection, provider_ids: Iterable[int],
     sharing = sorted(provider_ids)
     if not sharing:
         return []
-    bounds = 'below' if upto is not None else 'above'
+    bounds, params = _root_range(after, upto)
     return packed.rows(
         conn, _sharing_anchors_statement(conn.dialect.name, bounds),
-        (packed.INT, packed.INT),
-        {'sharing': sharing, 'after': after, 'upto': upto})
+        (packed.INT, packed.INT), dict(params, sharing=sharing))
 
 
 @functools.lru_cache(maxsize=16)
@@ -836,10 +850,7 @@ def _sharing_anchors_statement(dialect, roots):
         query = query.where(peer.c.aggregate_id.in_(aggregates))
     if roots == 'listed':
         return query.where(id_list.among(_RP.c.root_provider_id, dialect))
-    query = query.where(_RP.c.root_provider_id > sa.bindparam('after'))
-    if roots == 'below':
-        query = query.where(_RP.c.root_provider_id <= sa.bindparam('upto'))
-    return query
+    return _in_root_range(query, roots)
 
 
 def parents(conn: sa.Connection, provider_ids: Iterable[int]
