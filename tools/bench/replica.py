@@ -58,6 +58,7 @@ def connect(port):
     return conn
 
 with connect(primary) as conn, conn.cursor() as cur:
+    cur.execute("CHECKPOINT")
     cur.execute("SELECT pg_current_wal_lsn()::text")
     target = cur.fetchone()[0]
 started = time.monotonic()
@@ -80,8 +81,12 @@ with conn.cursor() as cur:
                      "%s, %s bytes behind)" % (target, timeout, receiver,
                                                behind))
         time.sleep(0.2)
+    cur.execute("CHECKPOINT")
+    cur.execute("SELECT min_recovery_end_lsn::text FROM pg_control_recovery()")
+    min_recovery = cur.fetchone()[0]
 conn.close()
 print(json.dumps({"lsn": target, "receiver": receiver,
+                  "min_recovery": min_recovery,
                   "seconds": time.monotonic() - started}))
 '''
 
@@ -134,7 +139,15 @@ class Pair:
 
     def wait_replayed(self, names, timeout=300):
         """Wait until the standby has replayed everything the primary wrote
-        so far, ``names`` (databases) included; what it waited, as a dict."""
+        so far, ``names`` (databases) included, through a checkpoint that
+        the standby then makes its restartpoint; what it waited, as a dict.
+
+        A standby sets a tuple's hint bits only once its minimum recovery
+        point has passed the tuple's commit; until then every read of the
+        tuple asks the commit log again. The restartpoint moves that point
+        past the load, as a standby that has run for one checkpoint_timeout
+        since the rows were written has it. Without it a standby read the
+        freshly loaded rows at 2-4% more CPU than the primary did."""
         out = self.env.run_python(
             _REPLAYED, str(self.port['primary']), str(self.port['standby']),
             str(timeout), *names)

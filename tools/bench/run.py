@@ -302,8 +302,9 @@ def replica_phase(srvs, pair, args):
     upstream, ours = srvs
     log('waiting for the standby to replay the load ...')
     replayed = pair.wait_replayed([srv.database.name for srv in srvs])
-    log('  replayed up to %s in %.1fs' % (replayed['lsn'],
-                                          replayed['seconds']))
+    log('  replayed up to %s in %.1fs; standby restartpoint, minimum '
+        'recovery point %s' % (replayed['lsn'], replayed['seconds'],
+                               replayed['min_recovery']))
     configs = [replica.Config(ours, False), replica.Config(ours, True),
                replica.Config(upstream, False), replica.Config(upstream, True)]
     path = workload.scheduler_path(args.scheduler_limit)
