@@ -15,6 +15,8 @@ from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import pool
 
+from placement.db import packed
+
 LOG = logging.getLogger(__name__)
 
 # Backend (and dialect) names under which SQLAlchemy talks to MySQL/MariaDB.
@@ -97,6 +99,7 @@ def create_engine(conf, option='connection'):
         _set_mysql_session(
             engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'),
             getattr(opts, 'mysql_wsrep_sync_wait', None))
+        packed.prepare(engine)
     return engine
 
 

@@ -1,20 +1,24 @@
-"""Reading many narrow rows from MySQL and MariaDB as a few packed ones.
+"""Reading many narrow rows from MySQL and MariaDB as one packed row.
 
 PyMySQL decodes every field of every row in Python: about 14 us per row
 of the candidate engine's inventory reads, most of such a request's time.
-So through PyMySQL ``rows`` asks the server to join the fields of up to
-``ROWS_PER_PACK`` rows into one comma-separated string (CONCAT_WS within a row,
-GROUP_CONCAT across rows), and splits and converts the strings a column
+So through PyMySQL ``rows`` asks the server to join the fields of every
+row into one comma-separated string (CONCAT_WS within a row,
+GROUP_CONCAT across rows), and splits and converts the string a column
 at a time with Python's C built-ins. Drivers that decode in C
 (mysqlclient, psycopg2, sqlite3) run the statement as it is: for them
 packing costs more than it saves.
 
 Columns travel as they print when that holds no comma (integers, floats,
 uuids, class and trait names), other strings in hexadecimal (``kinds``
-tells which). A pack is checked against the
-row count it comes with, so one cut short by ``group_concat_max_len``
-(1 MiB by default; a pack stays far below it) is never taken for data:
-the statement is then read unpacked.
+tells which): a pack is ASCII. The server cuts a GROUP_CONCAT at
+``group_concat_max_len`` and at ``max_allowed_packet``; sessions raise
+the first (``prepare``), and each pack comes with its row count and the
+limit in force, so one cut short is never taken for data. A read too
+large for one pack (``max_allowed_packet`` is 16 MiB by default on
+MariaDB) is read again in packs of ``ROWS_PER_PACK`` rows, numbered by a
+window function, and so is that statement from then on; a pack of those
+cut short too means the statement is read unpacked.
 """
 import dataclasses
 import datetime
@@ -23,6 +27,7 @@ import logging
 from typing import Any
 from typing import Callable
 from typing import Sequence
+import weakref
 
 import sqlalchemy as sa
 
@@ -31,7 +36,14 @@ LOG = logging.getLogger(__name__)
 # The drivers whose rows are worth packing: they decode in Python.
 PACKING_DRIVERS = frozenset({('mysql', 'pymysql'), ('mariadb', 'pymysql')})
 
+# Rows per pack of a read too large for one.
 ROWS_PER_PACK = 1000
+# What a session's group_concat_max_len is raised to: 1 GiB, the largest
+# max_allowed_packet (which still bounds a pack) and the most MariaDB
+# takes.
+GROUP_CONCAT_MAX_LEN = 2 ** 30
+# The statements whose last single pack was cut short.
+_TOO_LARGE: 'weakref.WeakSet[sa.Select]' = weakref.WeakSet()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +81,22 @@ OPTIONAL_DATETIME = Kind(_optional(datetime.datetime.fromisoformat),
 
 
 class Truncated(Exception):
-    """A pack held fewer fields than its rows have."""
+    """A pack reached the server's limit, or held fewer fields than its
+    rows have."""
+
+
+def prepare(engine: sa.engine.Engine) -> None:
+    """Let the sessions of ``engine``, if its driver packs, make packs as
+    large as a row may be."""
+    if (engine.dialect.name, engine.dialect.driver) not in PACKING_DRIVERS:
+        return
+
+    @sa.event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        cursor = dbapi_conn.cursor()
+        cursor.execute('SET SESSION group_concat_max_len = %s',
+                       (GROUP_CONCAT_MAX_LEN,))
+        cursor.close()
 
 
 def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
@@ -79,17 +106,26 @@ def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
     through PyMySQL (as tuples), else as the driver gives them. Packed
     rows come in no particular order unless ``ordered``: then sorted, as
     the statement's ORDER BY of its leading columns would. ``statement``
-    should be built once (cached), as its packed form is cached by
+    should be built once (cached), as its packed forms are cached by
     identity.
     """
     if (conn.dialect.name, conn.dialect.driver) not in PACKING_DRIVERS:
         return conn.execute(statement, params).all()
-    try:
-        found = _unpack(conn.execute(_packed(statement, tuple(kinds)),
-                                     params), kinds)
-    except Truncated:
-        LOG.warning('A packed read was cut short; reading it unpacked')
-        return conn.execute(statement, params).all()
+    kinds = tuple(kinds)
+    found = None
+    if statement not in _TOO_LARGE:
+        try:
+            found = _unpack(conn.execute(_packed(statement, kinds, None),
+                                         params), kinds)
+        except Truncated:
+            _TOO_LARGE.add(statement)
+    if found is None:
+        try:
+            found = _unpack(conn.execute(
+                _packed(statement, kinds, ROWS_PER_PACK), params), kinds)
+        except Truncated:
+            LOG.warning('A packed read was cut short; reading it unpacked')
+            return conn.execute(statement, params).all()
     if ordered:
         found.sort()
     return found
@@ -99,9 +135,13 @@ def _unpack(packs, kinds):
     width = len(kinds)
     expected = 0
     tokens: list[str] = []
-    for count, text in packs:
+    for count, text, limit in packs:
+        if not count:
+            continue
         if isinstance(text, bytes):
             text = text.decode()
+        if len(text) >= limit:
+            raise Truncated()
         expected += count
         tokens += text.split(',')
     if len(tokens) != expected * width:
@@ -113,11 +153,17 @@ def _unpack(packs, kinds):
     return list(zip(*columns))
 
 
+# The longest pack the session can be sent: one of that length may have
+# been cut.
+_PACK_LIMIT = sa.func.least(sa.literal_column('@@group_concat_max_len'),
+                            sa.literal_column('@@max_allowed_packet'))
+
+
 @functools.lru_cache(maxsize=256)
-def _packed(statement, kinds):
-    """``statement`` read as (row count, fields of those rows) per pack of
-    ROWS_PER_PACK rows. A NULL becomes an empty field (CONCAT_WS would
-    skip it)."""
+def _packed(statement, kinds, rows_per_pack):
+    """``statement`` read as (row count, fields of those rows, the limit
+    of a pack's length): one pack, or packs of ``rows_per_pack`` rows.
+    A NULL becomes an empty field (CONCAT_WS would skip it)."""
     inner = statement.subquery('unpacked')
     fields = []
     for column, kind in zip(inner.c, kinds):
@@ -125,11 +171,16 @@ def _packed(statement, kinds):
             column = kind.sql(column)
         fields.append(sa.func.coalesce(column, '') if kind.nullable
                       else column)
+    if rows_per_pack is None:
+        return sa.select(sa.func.count(),
+                         sa.func.group_concat(sa.func.concat_ws(',', *fields)),
+                         _PACK_LIMIT)
     numbered = sa.select(
         *fields,
-        ((sa.func.row_number().over() - 1) // ROWS_PER_PACK).label('pack'),
+        ((sa.func.row_number().over() - 1) // rows_per_pack).label('pack'),
     ).subquery('numbered')
     columns = list(numbered.c)[:len(kinds)]
     return (sa.select(sa.func.count(),
-                      sa.func.group_concat(sa.func.concat_ws(',', *columns)))
+                      sa.func.group_concat(sa.func.concat_ws(',', *columns)),
+                      _PACK_LIMIT)
             .group_by(numbered.c.pack))

@@ -1,5 +1,5 @@
 """placement.db.packed: the same rows as an ordinary read, on every
-backend, however many packs they come in and whatever cuts a pack short.
+backend, in one pack or many, and whatever cuts a pack short.
 """
 import pytest
 import sqlalchemy as sa
@@ -46,14 +46,43 @@ def test_rows_are_those_of_a_plain_read(conn):
     assert {row[2] for row in rows} != {None}
 
 
-def test_rows_over_several_packs(conn, monkeypatch):
+@pytest.fixture
+def small_packs(conn, monkeypatch):
+    """Packs of 3 rows, and on a packing session a limit that cuts one
+    pack of every row of the fixture short but not a pack of 3."""
     monkeypatch.setattr(packed, 'ROWS_PER_PACK', 3)
     packed._packed.cache_clear()
+    packing = (conn.dialect.name, conn.dialect.driver) in \
+        packed.PACKING_DRIVERS
+    if packing:
+        conn.exec_driver_sql('SET SESSION group_concat_max_len = 400')
     try:
-        rows = packed.rows(conn, STATEMENT, KINDS)
+        yield packing
     finally:
         packed._packed.cache_clear()
+        if packing:
+            # The connection goes back to the pool for other tests.
+            conn.exec_driver_sql(
+                'SET SESSION group_concat_max_len = %d'
+                % packed.GROUP_CONCAT_MAX_LEN)
+
+
+def test_rows_over_several_packs(conn, small_packs, caplog):
+    statement = STATEMENT.where(_RP.c.id > 0)
+    rows = packed.rows(conn, statement, KINDS)
     assert sorted(rows) == plain(conn)
+    assert (statement in packed._TOO_LARGE) == small_packs
+    # Read in packs from then on, and never unpacked.
+    assert sorted(packed.rows(conn, statement, KINDS)) == plain(conn)
+    assert 'cut short' not in caplog.text
+
+
+@pytest.mark.backends('mysql')
+def test_sessions_pack_as_much_as_a_row_holds(conn):
+    limit = conn.exec_driver_sql('SELECT @@group_concat_max_len').scalar()
+    packing = (conn.dialect.name, conn.dialect.driver) in \
+        packed.PACKING_DRIVERS
+    assert (limit == packed.GROUP_CONCAT_MAX_LEN) == packing
 
 
 def test_no_rows(conn):
@@ -68,7 +97,8 @@ def test_a_pack_cut_short_is_read_again_unpacked(conn, caplog):
         rows = packed.rows(conn, STATEMENT, KINDS)
     finally:
         # The connection goes back to the pool for other tests.
-        conn.exec_driver_sql('SET SESSION group_concat_max_len = DEFAULT')
+        conn.exec_driver_sql('SET SESSION group_concat_max_len = %d'
+                             % packed.GROUP_CONCAT_MAX_LEN)
     assert sorted(tuple(row) for row in rows) == plain(conn)
     # mysqlclient decodes in C: its rows are never packed.
     packing = (conn.dialect.name, conn.dialect.driver) in \
@@ -76,13 +106,8 @@ def test_a_pack_cut_short_is_read_again_unpacked(conn, caplog):
     assert ('cut short' in caplog.text) == packing
 
 
-def test_ordered_rows_keep_the_order_by(conn, monkeypatch):
-    monkeypatch.setattr(packed, 'ROWS_PER_PACK', 3)
-    packed._packed.cache_clear()
+def test_ordered_rows_keep_the_order_by(conn, small_packs):
     ordered = STATEMENT.order_by(_RP.c.id, _INV.c.total)
-    try:
-        rows = packed.rows(conn, ordered, KINDS, ordered=True)
-    finally:
-        packed._packed.cache_clear()
+    rows = packed.rows(conn, ordered, KINDS, ordered=True)
     assert [tuple(row) for row in rows] == [
         tuple(row) for row in conn.execute(ordered)]
