@@ -598,9 +598,10 @@ def providers_with_room(conn: sa.Connection,
     """
     params = dict(_class_params(resources), tree=tree,
                   rc_ids=sorted(rc for rc, _amount in resources))
-    return set(conn.execute(_room_statement(
+    rows = packed.rows(conn, _room_statement(
         conn.dialect.name, len(resources), tree is not None),
-        params).scalars())
+        (packed.INT,), params)
+    return {provider for provider, in rows}
 
 
 @functools.lru_cache(maxsize=32)
