@@ -5,7 +5,8 @@ of the candidate engine's inventory reads, most of such a request's time.
 So through PyMySQL ``rows`` asks the server to join the fields of every
 row into one comma-separated string (CONCAT_WS within a row,
 GROUP_CONCAT across rows), and splits and converts the string a column
-at a time with Python's C built-ins. Drivers that decode in C
+at a time with Python's C built-ins, or, when every column is a number,
+reads it as one JSON array. Drivers that decode in C
 (mysqlclient, psycopg2, sqlite3) run the statement as it is: for them
 packing costs more than it saves.
 
@@ -29,6 +30,7 @@ from typing import Callable
 from typing import Sequence
 import weakref
 
+import orjson
 import sqlalchemy as sa
 
 LOG = logging.getLogger(__name__)
@@ -49,16 +51,22 @@ _TOO_LARGE: 'weakref.WeakSet[sa.Select]' = weakref.WeakSet()
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """How a column travels in a pack: ``sql`` wraps it there (None: as
-    it is), ``nullable`` turns NULL into an empty field, and ``decode``
-    turns a column's fields back into values."""
+    it is), a NULL travels as the field ``null`` (None: the column is
+    never NULL), and ``decode`` turns a column's fields back into values.
+    A pack whose columns all have ``from_json`` is read as one JSON array
+    of numbers (and nulls) instead, by orjson, several times faster than
+    splitting it; ``from_json`` turns a column's JSON values into its
+    values."""
     decode: Callable[[list[str]], list[Any]]
     sql: Callable[[Any], Any] | None = None
-    nullable: bool = False
+    null: str | None = None
+    from_json: Callable[[list[Any]], list[Any]] | None = None
 
 
-def _optional(convert):
+def _optional(convert, null=''):
     def decode(tokens):
-        return [convert(token) if token else None for token in tokens]
+        return [None if token == null else convert(token)
+                for token in tokens]
     return decode
 
 
@@ -66,18 +74,31 @@ def _from_hex(tokens):
     return [bytes.fromhex(token).decode() for token in tokens]
 
 
-INT = Kind(lambda tokens: list(map(int, tokens)))
-OPTIONAL_INT = Kind(_optional(int), nullable=True)
-FLOAT = Kind(lambda tokens: list(map(float, tokens)))
+def _same(values):
+    return values
+
+
+def _ints(tokens):
+    return list(map(int, tokens))
+
+
+def _floats(values):
+    # JSON reads a whole ratio (16) as an int.
+    return list(map(float, values))
+
+
+INT = Kind(_ints, from_json=_same)
+OPTIONAL_INT = Kind(_optional(int, 'null'), null='null', from_json=_same)
+FLOAT = Kind(_floats, from_json=_floats)
 # A string that holds no comma and is never empty (a uuid, a class or
 # trait name).
-TEXT = Kind(lambda tokens: tokens)
-OPTIONAL_TEXT = Kind(_optional(str), nullable=True)
+TEXT = Kind(_same)
+OPTIONAL_TEXT = Kind(_optional(str), null='')
 # Any string (a provider's name): it travels in hexadecimal.
 ANY_TEXT = Kind(_from_hex, sql=sa.func.hex)
 # DATETIME (no fractional seconds), as PyMySQL gives it: naive.
 OPTIONAL_DATETIME = Kind(_optional(datetime.datetime.fromisoformat),
-                         nullable=True)
+                         null='')
 
 
 class Truncated(Exception):
@@ -134,7 +155,7 @@ def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
 def _unpack(packs, kinds):
     width = len(kinds)
     expected = 0
-    tokens: list[str] = []
+    texts = []
     for count, text, limit in packs:
         if not count:
             continue
@@ -143,13 +164,22 @@ def _unpack(packs, kinds):
         if len(text) >= limit:
             raise Truncated()
         expected += count
-        tokens += text.split(',')
-    if len(tokens) != expected * width:
-        raise Truncated()
+        texts.append(text)
     if not expected:
         return []
-    columns = [kind.decode(tokens[i::width])
-               for i, kind in enumerate(kinds)]
+    if all(kind.from_json is not None for kind in kinds):
+        try:
+            fields = orjson.loads('[%s]' % ','.join(texts))
+        except orjson.JSONDecodeError:
+            raise Truncated() from None
+        decoders = [kind.from_json for kind in kinds]
+    else:
+        fields = ','.join(texts).split(',')
+        decoders = [kind.decode for kind in kinds]
+    if len(fields) != expected * width:
+        raise Truncated()
+    columns = [decode(fields[i::width])
+               for i, decode in enumerate(decoders)]
     return list(zip(*columns))
 
 
@@ -163,14 +193,14 @@ _PACK_LIMIT = sa.func.least(sa.literal_column('@@group_concat_max_len'),
 def _packed(statement, kinds, rows_per_pack):
     """``statement`` read as (row count, fields of those rows, the limit
     of a pack's length): one pack, or packs of ``rows_per_pack`` rows.
-    A NULL becomes an empty field (CONCAT_WS would skip it)."""
+    A NULL becomes its kind's ``null`` field (CONCAT_WS would skip it)."""
     inner = statement.subquery('unpacked')
     fields = []
     for column, kind in zip(inner.c, kinds):
         if kind.sql is not None:
             column = kind.sql(column)
-        fields.append(sa.func.coalesce(column, '') if kind.nullable
-                      else column)
+        fields.append(column if kind.null is None
+                      else sa.func.coalesce(column, kind.null))
     if rows_per_pack is None:
         return sa.select(sa.func.count(),
                          sa.func.group_concat(sa.func.concat_ws(',', *fields)),

@@ -85,6 +85,26 @@ def test_sessions_pack_as_much_as_a_row_holds(conn):
     assert (limit == packed.GROUP_CONCAT_MAX_LEN) == packing
 
 
+# Numbers alone: read as one JSON array through PyMySQL.
+PARENTS = sa.select(_RP.c.id, _RP.c.parent_provider_id)
+RATIOS_READ = (
+    sa.select(_INV.c.resource_provider_id, _INV.c.total,
+              _INV.c.allocation_ratio))
+
+
+def test_rows_of_numbers_alone(conn):
+    parents = packed.rows(conn, PARENTS, (packed.INT, packed.OPTIONAL_INT))
+    assert sorted(parents, key=str) == sorted(
+        (tuple(row) for row in conn.execute(PARENTS)), key=str)
+    assert None in {parent for _id, parent in parents}
+    ratios = packed.rows(conn, RATIOS_READ,
+                         (packed.INT, packed.INT, packed.FLOAT))
+    assert sorted(ratios) == sorted(
+        tuple(row) for row in conn.execute(RATIOS_READ))
+    # Whole ratios (1.0, 16.0) too come back as floats.
+    assert all(isinstance(ratio, float) for _rp, _total, ratio in ratios)
+
+
 def test_no_rows(conn):
     assert list(packed.rows(conn, STATEMENT.where(_RP.c.id < 0), KINDS)) \
         == []
