@@ -115,9 +115,15 @@ def prepare(engine: sa.engine.Engine) -> None:
     @sa.event.listens_for(engine, 'connect')
     def _on_connect(dbapi_conn, _record):
         cursor = dbapi_conn.cursor()
-        cursor.execute('SET SESSION group_concat_max_len = %s',
-                       (GROUP_CONCAT_MAX_LEN,))
-        cursor.close()
+        try:
+            cursor.execute('SET SESSION group_concat_max_len = %s',
+                           (GROUP_CONCAT_MAX_LEN,))
+        except dbapi_conn.Error as exc:
+            # Packs then stay within the server's limit (1 MiB by
+            # default): larger reads come in packs of ROWS_PER_PACK.
+            LOG.warning('Could not raise group_concat_max_len: %s', exc)
+        finally:
+            cursor.close()
 
 
 def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],

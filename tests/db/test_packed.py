@@ -4,9 +4,11 @@ backend, in one pack or many, and whatever cuts a pack short.
 import pytest
 import sqlalchemy as sa
 
+from placement.db import engine as db_engine
 from placement.db import packed
 from placement.db import tables
 
+from conftest import make_conf
 import sql_rows
 
 _RP = tables.resource_providers
@@ -103,6 +105,30 @@ def test_rows_of_numbers_alone(conn):
         tuple(row) for row in conn.execute(RATIOS_READ))
     # Whole ratios (1.0, 16.0) too come back as floats.
     assert all(isinstance(ratio, float) for _rp, _total, ratio in ratios)
+
+
+@pytest.mark.backends('mysql')
+def test_a_session_that_keeps_its_limit_still_packs(backend, monkeypatch,
+                                                      caplog):
+    # A value the server refuses, as one behind a proxy might refuse the
+    # statement: the session starts all the same.
+    monkeypatch.setattr(packed, 'GROUP_CONCAT_MAX_LEN', -1)
+    engine = db_engine.create_engine(make_conf(backend.url))
+    try:
+        with engine.connect() as connection:
+            limit, server_limit = connection.exec_driver_sql(
+                'SELECT @@SESSION.group_concat_max_len, '
+                '@@GLOBAL.group_concat_max_len').one()
+            plain = sorted(tuple(row) for row in connection.execute(PARENTS))
+            rows = packed.rows(connection, PARENTS,
+                               (packed.INT, packed.OPTIONAL_INT))
+    finally:
+        engine.dispose()
+    assert sorted(rows, key=str) == sorted(plain, key=str)
+    assert limit == server_limit
+    packing = (engine.dialect.name, engine.dialect.driver) in \
+        packed.PACKING_DRIVERS
+    assert ('Could not raise group_concat_max_len' in caplog.text) == packing
 
 
 def test_no_rows(conn):
