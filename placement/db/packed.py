@@ -44,7 +44,8 @@ ROWS_PER_PACK = 1000
 # max_allowed_packet (which still bounds a pack) and the most MariaDB
 # takes.
 GROUP_CONCAT_MAX_LEN = 2 ** 30
-# The statements whose last single pack was cut short.
+# The statements whose one pack was cut short once: read in packs of
+# ROWS_PER_PACK from then on.
 _TOO_LARGE: 'weakref.WeakSet[sa.Select]' = weakref.WeakSet()
 
 
@@ -101,6 +102,11 @@ OPTIONAL_DATETIME = Kind(_optional(datetime.datetime.fromisoformat),
                          null='')
 
 
+def packing(dialect: sa.engine.Dialect) -> bool:
+    """True if reads through ``dialect`` come packed."""
+    return (dialect.name, dialect.driver) in PACKING_DRIVERS
+
+
 class Truncated(Exception):
     """A pack reached the server's limit, or held fewer fields than its
     rows have."""
@@ -109,7 +115,7 @@ class Truncated(Exception):
 def prepare(engine: sa.engine.Engine) -> None:
     """Let the sessions of ``engine``, if its driver packs, make packs as
     large as a row may be."""
-    if (engine.dialect.name, engine.dialect.driver) not in PACKING_DRIVERS:
+    if not packing(engine.dialect):
         return
 
     @sa.event.listens_for(engine, 'connect')
@@ -136,7 +142,7 @@ def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],
     should be built once (cached), as its packed forms are cached by
     identity.
     """
-    if (conn.dialect.name, conn.dialect.driver) not in PACKING_DRIVERS:
+    if not packing(conn.dialect):
         return conn.execute(statement, params).all()
     kinds = tuple(kinds)
     found = None
@@ -207,16 +213,14 @@ def _packed(statement, kinds, rows_per_pack):
             column = kind.sql(column)
         fields.append(column if kind.null is None
                       else sa.func.coalesce(column, kind.null))
-    if rows_per_pack is None:
-        return sa.select(sa.func.count(),
-                         sa.func.group_concat(sa.func.concat_ws(',', *fields)),
-                         _PACK_LIMIT)
-    numbered = sa.select(
-        *fields,
-        ((sa.func.row_number().over() - 1) // rows_per_pack).label('pack'),
-    ).subquery('numbered')
-    columns = list(numbered.c)[:len(kinds)]
-    return (sa.select(sa.func.count(),
+    columns: Sequence[Any] = fields
+    if rows_per_pack is not None:
+        pack = (sa.func.row_number().over() - 1) // rows_per_pack
+        numbered = sa.select(*fields, pack.label('pack')).subquery('numbered')
+        columns = list(numbered.c)[:len(kinds)]
+    query = sa.select(sa.func.count(),
                       sa.func.group_concat(sa.func.concat_ws(',', *columns)),
                       _PACK_LIMIT)
-            .group_by(numbered.c.pack))
+    if rows_per_pack is None:
+        return query
+    return query.group_by(numbered.c.pack)

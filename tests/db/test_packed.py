@@ -1,6 +1,8 @@
 """placement.db.packed: the same rows as an ordinary read, on every
 backend, in one pack or many, and whatever cuts a pack short.
 """
+import contextlib
+
 import pytest
 import sqlalchemy as sa
 
@@ -48,25 +50,34 @@ def test_rows_are_those_of_a_plain_read(conn):
     assert {row[2] for row in rows} != {None}
 
 
+@contextlib.contextmanager
+def session_pack_limit(conn, limit):
+    """The session's group_concat_max_len set to ``limit`` for a while:
+    the connection goes back to the pool for other tests."""
+    before = conn.exec_driver_sql(
+        'SELECT @@SESSION.group_concat_max_len').scalar()
+    conn.exec_driver_sql('SET SESSION group_concat_max_len = %d' % limit)
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(
+            'SET SESSION group_concat_max_len = %d' % before)
+
+
 @pytest.fixture
 def small_packs(conn, monkeypatch):
     """Packs of 3 rows, and on a packing session a limit that cuts one
     pack of every row of the fixture short but not a pack of 3."""
     monkeypatch.setattr(packed, 'ROWS_PER_PACK', 3)
     packed._packed.cache_clear()
-    packing = (conn.dialect.name, conn.dialect.driver) in \
-        packed.PACKING_DRIVERS
-    if packing:
-        conn.exec_driver_sql('SET SESSION group_concat_max_len = 400')
+    packing = packed.packing(conn.dialect)
+    limit = (session_pack_limit(conn, 400) if packing
+             else contextlib.nullcontext())
     try:
-        yield packing
+        with limit:
+            yield packing
     finally:
         packed._packed.cache_clear()
-        if packing:
-            # The connection goes back to the pool for other tests.
-            conn.exec_driver_sql(
-                'SET SESSION group_concat_max_len = %d'
-                % packed.GROUP_CONCAT_MAX_LEN)
 
 
 def test_rows_over_several_packs(conn, small_packs, caplog):
@@ -82,8 +93,7 @@ def test_rows_over_several_packs(conn, small_packs, caplog):
 @pytest.mark.backends('mysql')
 def test_sessions_pack_as_much_as_a_row_holds(conn):
     limit = conn.exec_driver_sql('SELECT @@group_concat_max_len').scalar()
-    packing = (conn.dialect.name, conn.dialect.driver) in \
-        packed.PACKING_DRIVERS
+    packing = packed.packing(conn.dialect)
     assert (limit == packed.GROUP_CONCAT_MAX_LEN) == packing
 
 
@@ -126,8 +136,7 @@ def test_a_session_that_keeps_its_limit_still_packs(backend, monkeypatch,
         engine.dispose()
     assert sorted(rows, key=str) == sorted(plain, key=str)
     assert limit == server_limit
-    packing = (engine.dialect.name, engine.dialect.driver) in \
-        packed.PACKING_DRIVERS
+    packing = packed.packing(engine.dialect)
     assert ('Could not raise group_concat_max_len' in caplog.text) == packing
 
 
@@ -138,17 +147,11 @@ def test_no_rows(conn):
 
 @pytest.mark.backends('mysql')
 def test_a_pack_cut_short_is_read_again_unpacked(conn, caplog):
-    conn.exec_driver_sql('SET SESSION group_concat_max_len = 20')
-    try:
+    with session_pack_limit(conn, 20):
         rows = packed.rows(conn, STATEMENT, KINDS)
-    finally:
-        # The connection goes back to the pool for other tests.
-        conn.exec_driver_sql('SET SESSION group_concat_max_len = %d'
-                             % packed.GROUP_CONCAT_MAX_LEN)
     assert sorted(tuple(row) for row in rows) == plain(conn)
     # mysqlclient decodes in C: its rows are never packed.
-    packing = (conn.dialect.name, conn.dialect.driver) in \
-        packed.PACKING_DRIVERS
+    packing = packed.packing(conn.dialect)
     assert ('cut short' in caplog.text) == packing
 
 
