@@ -29,6 +29,30 @@ def test_rows_of_a_long_list(conn, provider_ids):
     assert sorted(row[0] for row in rows) == provider_ids[::2]
 
 
+def executed(conn):
+    """The SQL texts ``conn`` executes from now on."""
+    texts = []
+    sa.event.listen(conn, 'before_cursor_execute',
+                    lambda *args: texts.append(args[2]))
+    return texts
+
+
+@pytest.mark.parametrize('spread', [1, id_list._SPAN_PER_ID * 4])
+def test_rows_of_a_dense_or_spread_list(conn, provider_ids, spread):
+    # Providers absent from the list lie between those in it.
+    low = provider_ids[0]
+    wanted = [provider_ids[1], provider_ids[3]] + [
+        low - spread * n for n in range(1, 4)]
+    texts = executed(conn)
+    rows = id_list.rows_among(conn, statement(conn.dialect.name), wanted)
+    assert sorted(row[0] for row in rows) == [provider_ids[1],
+                                              provider_ids[3]]
+    if conn.dialect.name == 'mysql':
+        # A list spanning up to _SPAN_PER_ID ids for each of its own
+        # goes as a range and bitmap; one spread wider, as a list.
+        assert ('SUBSTRING' in texts[-1]) == (spread == 1)
+
+
 def test_no_ids(conn, provider_ids):
     assert id_list.rows_among(conn, statement(conn.dialect.name), []) == []
 
@@ -44,7 +68,8 @@ def test_servers_without_json_table_get_bound_values(backend, monkeypatch):
             monkeypatch.setattr(id_list, '_SLICE', 2)
             query = statement(connection.dialect.name)
             assert 'JSON_TABLE' not in str(query.compile(engine))
-            rows = id_list.rows_among(connection, query, ids + [-1])
+            # Spread wide enough to go as a list, not as a range.
+            rows = id_list.rows_among(connection, query, ids + [-1000])
             assert sorted(row[0] for row in rows) == ids
     finally:
         engine.dispose()
