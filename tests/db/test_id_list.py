@@ -8,6 +8,7 @@ from placement.db import id_list
 from placement.db import tables
 
 import sql_rows
+import sql_trace
 
 _RP = tables.resource_providers
 
@@ -29,22 +30,15 @@ def test_rows_of_a_long_list(conn, provider_ids):
     assert sorted(row[0] for row in rows) == provider_ids[::2]
 
 
-def executed(conn):
-    """The SQL texts ``conn`` executes from now on."""
-    texts = []
-    sa.event.listen(conn, 'before_cursor_execute',
-                    lambda *args: texts.append(args[2]))
-    return texts
-
-
 @pytest.mark.parametrize('spread', [1, id_list._SPAN_PER_ID * 4])
 def test_rows_of_a_dense_or_spread_list(conn, provider_ids, spread):
     # Providers absent from the list lie between those in it.
     low = provider_ids[0]
     wanted = [provider_ids[1], provider_ids[3]] + [
         low - spread * n for n in range(1, 4)]
-    texts = executed(conn)
-    rows = id_list.rows_among(conn, statement(conn.dialect.name), wanted)
+    with sql_trace.executed(conn) as texts:
+        rows = id_list.rows_among(conn, statement(conn.dialect.name),
+                                  wanted)
     assert sorted(row[0] for row in rows) == [provider_ids[1],
                                               provider_ids[3]]
     if conn.dialect.name == 'mysql':

@@ -6,7 +6,6 @@ import urllib.parse
 import uuid as uuidlib
 
 import pytest
-import sqlalchemy as sa
 
 from placement import candidates
 from placement import exception
@@ -17,6 +16,7 @@ from placement.candidates import sql as candidates_sql
 from placement.db import resource_class as rc_db
 
 import sql_rows
+import sql_trace
 
 
 class Builder:
@@ -398,12 +398,7 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
     candidates_sql.forget_surveys()
     clock = [1000.0]
     monkeypatch.setattr(time, 'monotonic', lambda: clock[0])
-    statements = []
-
-    def count(*args):
-        statements.append(args[2])
-    sa.event.listen(backend.engine, 'before_cursor_execute', count)
-    try:
+    with sql_trace.executed(backend.engine) as statements:
         query = 'resources=VCPU:1,DISK_GB:50'
         assert len(find(query).candidates) == 1
         surveyed = len(statements)
@@ -416,8 +411,6 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
         del statements[:]
         assert len(find(query).candidates) == 2
         assert len(statements) == surveyed
-    finally:
-        sa.event.remove(backend.engine, 'before_cursor_execute', count)
 
 
 @pytest.mark.parametrize('query', [
