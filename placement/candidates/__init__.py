@@ -96,16 +96,26 @@ def _find(conn, request, settings):
         # Upstream stops after adding a candidate, so 0 still gives one.
         stream = itertools.islice(stream, max(settings.max_candidates, 1))
     if request.nested:
-        chosen = summaries.select(stream, request.limit, settings.randomize)
+        chosen = _select(stream, request, settings, planned)
         return summaries.result(conn, request, planned.plan, names, chosen)
     # Before 1.29 upstream summarises the providers of every candidate
     # it generated, in the trees of those it returns.
     generated = list(stream)
     plan = planned.plan
-    chosen = summaries.select(iter(generated), request.limit,
-                              settings.randomize)
+    chosen = _select(iter(generated), request, settings, planned)
     used = plan.providers_used(c for _anchor, c in generated)
     return summaries.result(conn, request, plan, names, chosen, used)
+
+
+def _select(stream, request, settings, planned):
+    """The candidates to return (summaries.select); unless randomized,
+    those that leave the most room first (engine.Plan.most_room_first).
+    """
+    chosen = summaries.select(stream, request.limit, settings.randomize)
+    if chosen and not settings.randomize:
+        # The plan exists once the stream made a candidate.
+        chosen = planned.plan.most_room_first(chosen)
+    return chosen
 
 
 def matching_providers(conn: sa.Connection,

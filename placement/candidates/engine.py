@@ -16,6 +16,7 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
+import operator
 from typing import Any
 from typing import Callable
 from typing import Iterable
@@ -469,6 +470,36 @@ class Plan:
                     providers.append(provider)
             return allocations, mappings
         return shape
+
+    def most_room_first(self, chosen: list[tuple[int, tuple[int, ...]]]
+                        ) -> list[tuple[int, tuple[int, ...]]]:
+        """``chosen`` (anchor, providers per slot) with the candidates
+        that leave their providers the most room first; ties keep their
+        order.
+
+        A client that claims the first candidate, as many concurrent
+        schedulers do, then spreads its claims instead of racing the
+        others for the last units of the lowest tree: a full provider
+        would answer all but one of them with a 409. Room is the share of
+        each inventory's capacity a candidate leaves, summed over what it
+        takes (a slot taking from a provider another slot takes from too
+        is judged on its own amount).
+        """
+        inventory = self.universe.inventory
+        keys = [0.0] * len(chosen)
+        for level, amounts in enumerate(self.slot_amounts):
+            for rc, amount in amounts:
+                left: dict[int, float] = {}
+                for provider in {c[level] for _anchor, c in chosen}:
+                    inv = inventory[provider, rc]
+                    usable = (inv.total - inv.reserved) * inv.ratio
+                    left[provider] = ((usable - inv.used - amount) / usable
+                                      if usable > 0 else 0.0)
+                keys = list(map(operator.add, keys,
+                                [left[c[level]] for _anchor, c in chosen]))
+        order = sorted(range(len(chosen)), key=keys.__getitem__,
+                       reverse=True)
+        return [chosen[index] for index in order]
 
     def providers_used(self, candidates: Iterable[Sequence[int]]
                        ) -> set[int]:

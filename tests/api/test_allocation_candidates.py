@@ -54,10 +54,25 @@ def test_shapes(api, computes, version, request_keys, summary_keys):
 def test_allocations_as_list_then_dict(api, computes):
     first = _get(api, version='1.11').json['allocation_requests'][0]
     assert first['allocations'] == [{
-        'resource_provider': {'uuid': computes[0]},
+        'resource_provider': {'uuid': computes[1]},
         'resources': {'VCPU': 1}}]
     first = _get(api, version='1.12').json['allocation_requests'][0]
-    assert first['allocations'] == {computes[0]: {'resources': {'VCPU': 1}}}
+    assert first['allocations'] == {computes[1]: {'resources': {'VCPU': 1}}}
+
+
+def test_most_room_first(api, computes):
+    """Unless randomized, the candidates leaving the most room come
+    first, ties in provider order, with or without a limit; a limit
+    picks the same set as before.
+    """
+    def firsts(query):
+        return [next(iter(request['allocations'])) for request in
+                _get(api, query).json['allocation_requests']]
+
+    assert firsts('resources=VCPU:1') == [computes[1], computes[2],
+                                          computes[0]]
+    assert firsts('resources=VCPU:1&limit=1') == [computes[0]]
+    assert firsts('resources=VCPU:1&limit=2') == [computes[1], computes[0]]
 
 
 def test_summary_usage(api, computes):

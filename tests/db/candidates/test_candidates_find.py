@@ -143,9 +143,10 @@ def test_limited_summaries_before_nesting(cloud, find):
 def test_mappings(cloud, find):
     result = find('resources_C=VCPU:1&required_C=CUSTOM_FOO'
                   '&resources_D=DISK_GB:10&group_policy=isolate')
-    assert [c.mappings for c in result.candidates] == [
+    found = sorted((c.mappings for c in result.candidates), key=str)
+    assert found == sorted([
         {'_C': [cloud.uuids['numa0']], '_D': [cloud.uuids['cn1']]},
-        {'_C': [cloud.uuids['numa0']], '_D': [cloud.uuids['ss']]}]
+        {'_C': [cloud.uuids['numa0']], '_D': [cloud.uuids['ss']]}], key=str)
 
 
 def test_limit_and_max_candidates(cloud, find):

@@ -304,6 +304,23 @@ class TestOrder:
         assert first == (1, (100, 101, 102, 103, 104))
 
 
+
+    def test_most_room_first(self, world):
+        """Candidates leaving the larger share of capacity come first,
+        summed over what they take; a sharing provider every candidate
+        uses does not hide the difference; ties keep their order.
+        """
+        world.provider(9, inventory={DISK: 100}, traits=[SHARES],
+                       aggregates=[AGG_A], used={DISK: 90})
+        for root, used in ((1, {VCPU: 3, MEM: 0}), (2, {VCPU: 0, MEM: 0}),
+                           (3, {VCPU: 1, MEM: 1}), (4, {VCPU: 0, MEM: 0})):
+            world.provider(root, inventory={VCPU: 4, MEM: 4},
+                           aggregates=[AGG_A], used=used)
+        plan = world.plan(need('', [(VCPU, 1), (MEM, 1), (DISK, 5)]))
+        chosen = list(plan.candidates())
+        assert [anchor for anchor, _ in chosen] == [1, 2, 3, 4]
+        assert [anchor for anchor, _ in plan.most_room_first(chosen)] == [
+            2, 4, 3, 1]
 class TestVettingOneGroup:
     def test_traits_of_the_unsuffixed_group(self, world):
         world.provider(1, inventory={VCPU: 4})
