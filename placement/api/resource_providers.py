@@ -9,10 +9,9 @@ from placement import querylang
 from placement.api import errors
 from placement.api import microversion
 from placement.api import wsgi
+from placement.candidates import names as naming
 from placement.candidates import request as candidates_request
-from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
-from placement.db import trait as trait_db
 from placement.policies import resource_provider as policies
 from placement.schemas import allocation_candidate as candidate_schema
 from placement.schemas import resource_provider as schema
@@ -104,22 +103,15 @@ def _list(conn, filters, group):
     its single-provider groups.
     """
     if group is not None:
-        # Named as upstream names them: every unknown trait, then the
-        # first unknown class.
         try:
-            trait_db.ids_by_name(conn, candidates_request.trait_names(
-                group.required, group.forbidden))
-        except exception.NotFound as exc:
-            raise errors.BadRequest(
-                'Invalid trait(s) in "required" parameter: %s' % exc)
-        if group.resources:
-            try:
-                rc_db.ids_by_name(conn, group.resources)
-            except exception.NotFound as exc:
+            filters['ids'] = candidates.matching_providers(conn, group)
+        except naming.Unknown as exc:
+            if exc.resource_class:
                 raise errors.BadRequest(
                     'Invalid resource class in resources parameter: %s'
                     % exc)
-        filters['ids'] = candidates.matching_providers(conn, group)
+            raise errors.BadRequest(
+                'Invalid trait(s) in "required" parameter: %s' % exc)
     return rp_db.list_all(conn, **filters)
 
 

@@ -127,12 +127,12 @@ def matching_providers(conn: sa.Connection,
     of ``forbidden_aggs``, in the tree of ``in_tree``. Without filters,
     every provider.
 
-    Raises names.Unknown (``resource_class`` tells which kind) for a class
-    or trait that does not exist.
+    Raises names.Unknown (``resource_class`` tells which kind) for the
+    classes or traits that do not exist, as upstream reports them.
     """
     request = request_model.Request(groups=[group])
     names = sql.lookup(conn, *naming.names_mentioned(request))
-    unknown = naming.unknown_in_group(group, names)
+    unknown = naming.unknown_listed(group, names)
     if unknown is not None:
         raise unknown
     need = naming.group_need(group, names)
@@ -145,5 +145,5 @@ def matching_providers(conn: sa.Connection,
     else:
         among = sql.provider_ids(conn, need.tree)
     need = dataclasses.replace(need, resources=())
-    universe = loading.load_universe(conn, request, [need], names)
+    universe = loading.load_links(conn, request, [need], names)
     return engine.matching(universe, need, among)

@@ -254,6 +254,17 @@ def load_universe(conn: sa.Connection, request: model.Request,
     return universe
 
 
+def load_links(conn: sa.Connection, request: model.Request,
+               needs: list[engine.Need], names: sql.Names) -> engine.Universe:
+    """A Universe with only who holds the traits and who is a member of
+    the aggregates the request names: enough to decide providers on
+    their own (engine.matching), which sharing never concerns.
+    """
+    universe = engine.Universe()
+    _add_links(conn, universe, *linked_ids(request, needs, names))
+    return universe
+
+
 def linked_ids(request: model.Request, needs: list[engine.Need],
                names: sql.Names) -> tuple[set[int], set[int]]:
     """The ids of the traits and of the aggregates the request names

@@ -98,6 +98,23 @@ def unknown_in_group(group: model.Group,
     return None
 
 
+def unknown_listed(group: model.Group, names: sql.Names) -> Unknown | None:
+    """The unknown names of ``group`` as GET /resource_providers reports
+    them (Unknown), or None: upstream checks the traits first and names
+    every unknown one, then the classes and names the first.
+    """
+    missing = [trait for trait in model.trait_names(group.required,
+                                                    group.forbidden)
+               if trait not in names.traits]
+    if missing:
+        return Unknown('No such trait(s): %s.' % ', '.join(missing))
+    for rc in group.resources:
+        if rc not in names.classes:
+            return Unknown('No such resource class %s.' % rc,
+                           resource_class=True)
+    return None
+
+
 def _no_trait(name):
     return Unknown('No such trait(s): %s.' % name)
 

@@ -333,6 +333,23 @@ class TestTraitAndAggregateFilters:
             'Invalid trait(s) in "required" parameter: No such trait(s): '
             'CUSTOM_NOPE.')
 
+    @pytest.mark.parametrize('query, message', [
+        # Every unknown trait, in the client's order, before any class.
+        ('resources=CUSTOM_NO_CLASS:1&required=CUSTOM_B,!CUSTOM_A,'
+         'HW_CPU_X86_VMX',
+         'Invalid trait(s) in "required" parameter: No such trait(s): '
+         'CUSTOM_B, CUSTOM_A.'),
+        # Then the first unknown class.
+        ('resources=VCPU:1,CUSTOM_NO_1:1,CUSTOM_NO_2:1'
+         '&required=HW_CPU_X86_VMX',
+         'Invalid resource class in resources parameter: No such resource '
+         'class CUSTOM_NO_1.'),
+    ])
+    def test_unknown_names_reported_as_upstream(self, api, query, message):
+        response = api.get(RP_PATH + '?' + query, version='1.22')
+        assert response.status_code == 400
+        assert error_text.detail(response).endswith(message)
+
     def test_member_of(self, api, providers):
         agg1, agg2 = providers
         cases = [
