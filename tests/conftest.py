@@ -73,6 +73,7 @@ from werkzeug import test as werkzeug_test
 from placement import conf as placement_conf
 from placement.api import app as placement_app
 from placement.candidates import sql as candidates_sql
+from placement.candidates import trees_needed
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard
@@ -342,6 +343,7 @@ def _clean(engine):
         standard.sync_standard(conn)
     # Counts of the rows just deleted would steer the next test's reads.
     candidates_sql.forget_surveys()
+    trees_needed.forget()
 
 
 @pytest.fixture

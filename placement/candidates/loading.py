@@ -9,6 +9,7 @@ serve. With a limit that means not every candidate is needed,
 enough candidates came, with what their providers hold and are members
 of.
 """
+import bisect
 import collections
 from typing import Any
 from typing import Callable
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 from placement.candidates import engine
 from placement.candidates import request as model
 from placement.candidates import sql
+from placement.candidates import trees_needed
 from placement.candidates.names import SHARING_TRAIT
 from placement.candidates.names import ids
 from placement.candidates.settings import Settings
@@ -116,7 +118,8 @@ class Planned:
                    ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Candidates in depth-first order, reading the trees a batch at a
         time (by root id, as anchors are walked) until ``wanted`` came or
-        no tree is left: the first batch has room for ``wanted`` trees.
+        no tree is left: the first batch has room for ``wanted`` trees, or
+        for as many as the same request needed last time (trees_needed).
         """
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
@@ -134,7 +137,12 @@ class Planned:
         seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more.
         size, after = max(wanted, self.first_batch), -1
+        remembered = trees_needed.recall(conn, self.request)
+        if remembered is not None and remembered > size:
+            size = min(-(-remembered * 11 // 10),
+                       size * trees_needed.MOST_TIMES_WANTED)
         trees = made = 0
+        anchor = -1
         # A tree the narrowing leaves out anchors no candidate but one of
         # sharing providers alone, and that only when they, not the tree,
         # are in the member_of aggregates: the last batch needs the trees
@@ -175,9 +183,17 @@ class Planned:
                 conn, rc_ids, universe.narrowing, sql.ALL, roots=batch))
             universe.complete_trees.update(batch)
             plan = self._make(self._batch_filter(after, upto))
-            for candidate in plan.candidates(seen=seen):
-                made += 1
-                yield candidate
+            try:
+                for candidate in plan.candidates(seen=seen):
+                    made += 1
+                    anchor = candidate[0]
+                    yield candidate
+            finally:
+                if made >= wanted:
+                    # Enough came (the caller stops here): so many trees
+                    # up to the last candidate's anchor were needed.
+                    trees_needed.remember(conn, self.request, trees + (
+                        bisect.bisect_right(batch, anchor)))
             if upto is None:
                 return
             trees += len(batch)

@@ -414,6 +414,33 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
         assert len(statements) == surveyed
 
 
+def test_trees_needed_last_time_come_in_one_batch(data, find,
+                                                 monkeypatch):
+    """A limited request that had to read a second batch of trees reads
+    as many as it needed in its first batch the next time: one look for
+    usable roots instead of two, and the same answer.
+    """
+    for index in range(8):
+        data.provider('cn%d' % index, inventory={'VCPU': 4})
+        if index % 2 == 0:
+            data.allocate('cn%d' % index, {'VCPU': 4})
+    looks = []
+    usable_roots = candidates_sql.usable_roots
+
+    def counted(*args):
+        looks.append(args)
+        return usable_roots(*args)
+    monkeypatch.setattr(candidates_sql, 'usable_roots', counted)
+    query = 'resources=VCPU:1&limit=3'
+    first = find(query, first_batch=1)
+    assert len(looks) == 2
+    del looks[:]
+    assert find(query, first_batch=1) == first
+    assert len(looks) == 1
+    assert [_names(data, c) for c in first.candidates] == [
+        {name: {'VCPU': 1}} for name in ('cn1', 'cn3', 'cn5')]
+
+
 @pytest.mark.parametrize('query', [
     'resources=DISK_GB:10&member_of={M}&root_required=CUSTOM_ROOT',
     'resources=DISK_GB:10&root_required=CUSTOM_ROOT',
