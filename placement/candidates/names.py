@@ -87,10 +87,9 @@ def unknown_in_group(group: model.Group,
                      names: sql.Names) -> Unknown | None:
     """The first unknown class or trait of ``group``, as upstream
     reports it (Unknown), or None."""
-    for rc in group.resources:
-        if rc not in names.classes:
-            return Unknown('No such resource class %s.' % rc,
-                           resource_class=True)
+    unknown = _first_unknown_class(group, names)
+    if unknown is not None:
+        return unknown
     for any_of in group.required + [group.forbidden]:
         for trait in sorted(any_of):
             if trait not in names.traits:
@@ -107,7 +106,11 @@ def unknown_listed(group: model.Group, names: sql.Names) -> Unknown | None:
                                                     group.forbidden)
                if trait not in names.traits]
     if missing:
-        return Unknown('No such trait(s): %s.' % ', '.join(missing))
+        return _no_trait(', '.join(missing))
+    return _first_unknown_class(group, names)
+
+
+def _first_unknown_class(group, names):
     for rc in group.resources:
         if rc not in names.classes:
             return Unknown('No such resource class %s.' % rc,

@@ -9,9 +9,9 @@ process, per database and request, for as many requests as
 ``_KEPT``; a cloud whose yield changes merely reads a batch more or
 a few trees too many, once.
 """
-from typing import Any
-
 import sqlalchemy as sa
+
+from placement.candidates import request as model
 
 # A first batch never grows beyond this many times the default.
 MOST_TIMES_WANTED = 4
@@ -20,16 +20,17 @@ _KEPT = 1024
 _needed: dict[tuple[str, str], int] = {}
 
 
-def _key(conn: sa.Connection, request: Any) -> tuple[str, str]:
+def _key(conn: sa.Connection, request: model.Request) -> tuple[str, str]:
     return str(conn.engine.url), repr(request)
 
 
-def recall(conn: sa.Connection, request: Any) -> int | None:
+def recall(conn: sa.Connection, request: model.Request) -> int | None:
     """The trees ``request`` needed the last time it ran, if known."""
     return _needed.get(_key(conn, request))
 
 
-def remember(conn: sa.Connection, request: Any, trees: int) -> None:
+def remember(conn: sa.Connection, request: model.Request,
+             trees: int) -> None:
     """``request`` needed ``trees`` trees, in root id order, to make as
     many candidates as it wanted."""
     if len(_needed) >= _KEPT:

@@ -303,8 +303,6 @@ class TestOrder:
         first = next(stream)
         assert first == (1, (100, 101, 102, 103, 104))
 
-
-
     def test_most_room_first(self, world):
         """Candidates leaving the larger share of capacity come first,
         summed over what they take; a sharing provider every candidate
@@ -321,6 +319,8 @@ class TestOrder:
         assert [anchor for anchor, _ in chosen] == [1, 2, 3, 4]
         assert [anchor for anchor, _ in plan.most_room_first(chosen)] == [
             2, 4, 3, 1]
+
+
 class TestVettingOneGroup:
     def test_traits_of_the_unsuffixed_group(self, world):
         world.provider(1, inventory={VCPU: 4})
