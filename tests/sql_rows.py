@@ -66,7 +66,9 @@ def traits(conn, provider_id, names):
         return
     for name in names:
         trait_db.ensure(conn, name)
-    trait_ids = trait_db.ids_by_name(conn, names)
+    tr = tables.traits
+    trait_ids = dict(conn.execute(sa.select(tr.c.name, tr.c.id).where(
+        tr.c.name.in_(names))).all())
     conn.execute(tables.resource_provider_traits.insert(), [
         {'resource_provider_id': provider_id, 'trait_id': trait_ids[name]}
         for name in names])

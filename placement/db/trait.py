@@ -33,22 +33,6 @@ def get_by_name(conn, name):
     return dict(row)
 
 
-def ids_by_name(conn, names):
-    """Map names to ids; raise NotFound listing every unknown name in the
-    order ``names`` gives them.
-    """
-    names = list(dict.fromkeys(names))
-    if not names:
-        return {}
-    found = dict(conn.execute(
-        sa.select(_T.c.name, _T.c.id).where(_T.c.name.in_(names))).all())
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise exception.NotFound(
-            'No such trait(s): %s.' % ', '.join(missing))
-    return found
-
-
 def ensure(conn, name):
     """Create the trait if it is missing; return True if it was created."""
     if exists(conn, name):
