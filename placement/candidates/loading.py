@@ -119,7 +119,8 @@ class Planned:
         """Candidates in depth-first order, reading the trees a batch at a
         time (by root id, as anchors are walked) until ``wanted`` came or
         no tree is left: the first batch has room for ``wanted`` trees, or
-        for as many as the same request needed last time (trees_needed).
+        for a tenth more than the same request needed last time
+        (trees_needed), fewer or more.
         """
         universe, conn = self.universe, self.conn
         rc_ids = universe.requested_classes
@@ -137,10 +138,15 @@ class Planned:
         seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more.
         size, after = max(wanted, self.first_batch), -1
+        # A remainder smaller than half a batch comes along now, but for
+        # a batch sized by what the request needed last time: that one
+        # most likely ends it.
+        look_ahead = True
         remembered = trees_needed.recall(conn, self.request)
-        if remembered is not None and remembered > size:
+        if remembered is not None:
             size = min(-(-remembered * 11 // 10),
                        size * trees_needed.MOST_TIMES_WANTED)
+            look_ahead = False
         trees = made = 0
         anchor = -1
         # A tree the narrowing leaves out anchors no candidate but one of
@@ -156,8 +162,8 @@ class Planned:
                 if universe.aggregates.get(provider, set())
                 & narrowing.member_of}
         while True:
-            # A remainder smaller than half a batch comes along now.
-            room = size + size // 2
+            room = size + size // 2 if look_ahead else size
+            look_ahead = True
             batch = sql.usable_roots(conn, universe.narrowing, after,
                                      room + 1)
             last = len(batch) <= room

@@ -1,7 +1,7 @@
 """How many trees a limited request needed to read last time, so that
 its next run reads them in one batch instead of finding out batch by
 batch (each batch costs a look for usable roots, which on a large cloud
-is a statement of tens of milliseconds).
+is a statement of tens of milliseconds), and no more than those.
 
 Only how much is read depends on it, never what is found: the trees are
 still walked in root id order and the walk stops at the limit. Kept per

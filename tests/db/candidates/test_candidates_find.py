@@ -441,6 +441,29 @@ def test_trees_needed_last_time_come_in_one_batch(data, find,
         {name: {'VCPU': 1}} for name in ('cn1', 'cn3', 'cn5')]
 
 
+def test_trees_needed_last_time_bound_the_first_batch(data, find,
+                                                     monkeypatch):
+    """A limited request that needed fewer trees than its first batch
+    held looks for a tenth more than those the next time, without the
+    half batch of look-ahead, and gives the same answer.
+    """
+    for index in range(20):
+        data.provider('cn%d' % index, inventory={'VCPU': 4})
+    asked = []
+    usable_roots = candidates_sql.usable_roots
+
+    def counted(conn, narrowing, after, count):
+        asked.append(count)
+        return usable_roots(conn, narrowing, after, count)
+    monkeypatch.setattr(candidates_sql, 'usable_roots', counted)
+    query = 'resources=VCPU:1&limit=3'
+    first = find(query, first_batch=10)
+    assert asked == [16]
+    del asked[:]
+    assert find(query, first_batch=10) == first
+    assert asked == [5]
+
+
 @pytest.mark.parametrize('query', [
     'resources=DISK_GB:10&member_of={M}&root_required=CUSTOM_ROOT',
     'resources=DISK_GB:10&root_required=CUSTOM_ROOT',
