@@ -14,7 +14,6 @@ import collections
 from typing import Any
 from typing import Callable
 from typing import Iterator
-from typing import Sequence
 
 import sqlalchemy as sa
 
@@ -151,9 +150,9 @@ class Planned:
         anchor = -1
         # A tree the narrowing leaves out anchors no candidate but one of
         # sharing providers alone, and that only when they, not the tree,
-        # are in the member_of aggregates: the last batch needs the trees
-        # those serve above its start, and of the trees the others serve
-        # only its own.
+        # are in the member_of aggregates: a batch needs the trees those
+        # serve in its range of root ids, and of the trees the others
+        # serve only its own (fewer where usable trees are sparse).
         narrowing = universe.narrowing
         far_reaching = set()
         if narrowing is not None and narrowing.member_of is not None:
@@ -174,15 +173,9 @@ class Planned:
             universe.new_batch()
             _add_links(conn, universe, self.trait_ids, self.aggregate_ids,
                        between=(after, upto))
-            anchors: Sequence[Sequence[Any]]
-            if upto is None:
-                anchors = [*sql.sharing_anchors(
-                    conn, universe.sharing - far_reaching, batch),
-                    *sql.sharing_anchors_between(
-                        conn, far_reaching, after, None)]
-            else:
-                anchors = sql.sharing_anchors_between(
-                    conn, universe.sharing, after, upto)
+            anchors = [*sql.sharing_anchors(
+                conn, universe.sharing - far_reaching, batch),
+                *sql.sharing_anchors_between(conn, far_reaching, after, upto)]
             for provider, root in anchors:
                 universe.add_share_anchor(provider, root)
             universe.add_inventories(sql.inventories(
