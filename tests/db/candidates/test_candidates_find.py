@@ -486,3 +486,37 @@ def test_batches_find_sharing_alone_at_trees_left_out(data, find, query):
     for limit in (1, 2, 10):
         assert find('%s&limit=%d' % (query, limit), first_batch=1) == find(
             '%s&limit=%d' % (query, limit), batched=False), limit
+
+
+@pytest.mark.parametrize('trees_per_sharer', [0, 10 ** 9])
+def test_sharing_anchors_of_listed_trees(backend, data, monkeypatch,
+                                         trees_per_sharer):
+    """The trees the sharing providers serve, among listed ones, are the
+    same whichever way the database is asked: from the sharing providers'
+    aggregates or from the trees (TREES_PER_SHARER; MariaDB only).
+    """
+    monkeypatch.setattr(candidates_sql, 'TREES_PER_SHARER', trees_per_sharer)
+    data.provider('ss1', inventory={'DISK_GB': 100}, aggregates=['S', 'T'],
+                  traits=['MISC_SHARES_VIA_AGGREGATE'])
+    data.provider('ss2', inventory={'DISK_GB': 100}, aggregates=['T'],
+                  traits=['MISC_SHARES_VIA_AGGREGATE'])
+    data.provider('az', aggregates=['AZ'])
+    for n in range(6):
+        aggregates = ['AZ'] + (['S'] if n % 2 else []) + (
+            ['T'] if n == 4 else [])
+        data.provider('cn%d' % n)
+        data.provider('cn%d_nic' % n, parent='cn%d' % n,
+                      aggregates=aggregates if n % 3 else aggregates[:1])
+        data.provider('cn%d_numa' % n, parent='cn%d' % n,
+                      aggregates=aggregates)
+    ids = data.ids
+    roots = sorted(ids['cn%d' % n] for n in (0, 1, 2, 4, 5))
+    with backend.engine.connect() as conn:
+        anchors = set(map(tuple, candidates_sql.sharing_anchors(
+            conn, [ids['ss1'], ids['ss2']], roots)))
+        assert anchors == {
+            (ids['ss1'], ids['cn1']), (ids['ss1'], ids['cn5']),
+            (ids['ss1'], ids['cn4']), (ids['ss2'], ids['cn4'])}
+        assert set(map(tuple, candidates_sql.sharing_anchors(
+            conn, [ids['ss2']], roots[:1]))) == set()
+        assert candidates_sql.sharing_anchors(conn, [ids['ss1']], []) == []
