@@ -109,6 +109,20 @@ class Universe:
             if inv.sql_ratio != inv.ratio:
                 self.ratios_differ = True
 
+    def set_usage(self, rows: Iterable[Sequence[int]]) -> None:
+        """(provider, class, used) of rows read without their usage, all
+        kept (keep_rows)."""
+        inventory = self.inventory
+        for provider, rc, used in rows:
+            key = (provider, rc)
+            if key in inventory:
+                inventory[key] = inventory[key]._replace(used=used)
+                self._room.pop(key, None)
+        for rc, kept in self._kept.items():
+            rows_of = self.by_class[rc]
+            rows_of[:kept] = [inventory[inv.provider, rc]
+                              for inv in rows_of[:kept]]
+
     def keep_rows(self) -> None:
         """Rows read so far stay in every later batch's options."""
         self._kept = {rc: len(rows) for rc, rows in self.by_class.items()}

@@ -500,11 +500,11 @@ def _with_usage(dialect, rows, rc_ids, listed):
 
 
 @functools.lru_cache(maxsize=256)
-def _inventory_statement(dialect, shape, selection, within):
-    """The rows of the classes ``rc_ids``, with usage; ``selection`` of
-    them by a Narrowing of ``shape``; ``within`` (a resource_providers
-    column: root_provider_id or id) restricts them to the trees or
-    providers ``ids``.
+def _inventory_statement(dialect, shape, selection, within, usage=True):
+    """The rows of the classes ``rc_ids``, with usage (0 without
+    ``usage``); ``selection`` of them by a Narrowing of ``shape``;
+    ``within`` (a resource_providers column: root_provider_id or id)
+    restricts them to the trees or providers ``ids``.
     """
     rc_ids: sa.BindParameter[list[int]] = sa.bindparam(
         'rc_ids', expanding=True)
@@ -517,9 +517,11 @@ def _inventory_statement(dialect, shape, selection, within):
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
                *sql_ratio,
                _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
-    rows, used = _with_usage(
-        dialect, _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id),
-        rc_ids, listed=within is not None)
+    rows: Any = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
+    used: Any = sa.literal(0)
+    if usage:
+        rows, used = _with_usage(dialect, rows, rc_ids,
+                                 listed=within is not None)
     rc = _INV.c.resource_class_id
     if within is not None and dialect == 'sqlite':
         # Without statistics SQLite would walk the class index (most of
@@ -633,11 +635,11 @@ def _room_statement(dialect, classes, in_tree):
 def inventories(conn: sa.Connection, rc_ids: Iterable[int],
                 narrowing: Narrowing | None = None, selection: str = ALL,
                 roots: Iterable[int] | None = None,
-                provider_ids: Iterable[int] | None = None
-                ) -> list[Inventory]:
-    """Inventories (with usage) of the classes ``rc_ids``: all, or the
-    ``selection`` of them by ``narrowing``; only in the trees rooted at
-    ``roots`` or of ``provider_ids`` when given.
+                provider_ids: Iterable[int] | None = None,
+                usage: bool = True) -> list[Inventory]:
+    """Inventories (with usage, else 0 for it) of the classes ``rc_ids``:
+    all, or the ``selection`` of them by ``narrowing``; only in the trees
+    rooted at ``roots`` or of ``provider_ids`` when given.
     """
     params = {'rc_ids': sorted(rc_ids)}
     shape = None
@@ -651,7 +653,7 @@ def inventories(conn: sa.Connection, rc_ids: Iterable[int],
         within, ids = 'id', provider_ids
     query = _inventory_statement(
         conn.dialect.name, shape,
-        selection if narrowing is not None else ALL, within)
+        selection if narrowing is not None else ALL, within, usage)
     if ids is None:
         rows = packed.rows(conn, query, _INVENTORY_KINDS, params)
     else:
@@ -777,8 +779,11 @@ def any_root_with_traits(conn: sa.Connection, required: Iterable[int],
 # On MariaDB, roots spanning fewer ids than this many times the sharing
 # providers have their anchors read from the trees (_anchors_of_trees):
 # fewer rows than the members of the sharing providers' aggregates,
-# which typically hold tens of hosts each.
+# which typically hold tens of hosts each...
 TREES_PER_SHARER = 16
+# ... when they are also dense: spanning fewer ids than this many times
+# their number (else the range holds many more trees than they are).
+IDS_PER_ROOT = 4
 
 
 def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
@@ -799,8 +804,10 @@ def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
         return []
     dialect = conn.dialect.name
     form = 'listed'
-    if (dialect in ('mysql', 'mariadb') and max(roots) - min(roots)
-            < TREES_PER_SHARER * len(sharing)):
+    span = max(roots) - min(roots)
+    if (dialect in ('mysql', 'mariadb')
+            and span < TREES_PER_SHARER * len(sharing)
+            and span < IDS_PER_ROOT * len(roots)):
         form = 'from_trees'
     return id_list.rows_among(
         conn, _sharing_anchors_statement(dialect, form), roots,
@@ -874,15 +881,16 @@ def _sharing_anchors_statement(dialect, roots):
 
 def _anchors_of_trees(dialect):
     """_sharing_anchors_statement's 'from_trees' form, for MariaDB and
-    roots in a narrow id range (TREES_PER_SHARER): from the trees'
-    providers, read by that range, through their memberships, to the
-    sharing providers' aggregates read once (a derived table probed by
-    key). Left to choose, MariaDB looked each membership up among the
-    members of its aggregate (an availability zone's thousands): 5 trees
-    at 100,000 nodes took 5.2 ms rather than 0.4. Wider ranges are left
-    to it: from the trees, a batch of 1,000 at 1,000 nodes took 1.3 ms
-    rather than 0.5, and one of sparse trees would read every tree of
-    its range.
+    roots in a narrow, dense id range (TREES_PER_SHARER, IDS_PER_ROOT):
+    from the trees' providers, read by that range, through their
+    memberships, to the sharing providers' aggregates read once (a
+    derived table probed by key). Left to choose, MariaDB looked each
+    membership up among the members of its aggregate (an availability
+    zone's thousands): 5 trees at 100,000 nodes took 5.2 ms rather than
+    0.4. Wider or sparser ranges are left to it: from the trees, a
+    batch of 1,000 at 1,000 nodes took 1.3 ms rather than 0.5, and 25
+    sparse trees at 100,000 nodes 21 ms rather than 1.6 (every tree of
+    their range).
     """
     peer, mine, sharer = (_RPA.alias(name)
                           for name in ('peer', 'mine', 'sharer'))

@@ -10,6 +10,7 @@ import pytest
 from placement import candidates
 from placement import exception
 from placement import querylang
+from placement.candidates import loading
 from placement.candidates import names as naming
 from placement.candidates import request as candidates_request
 from placement.candidates import sql as candidates_sql
@@ -358,16 +359,21 @@ def test_narrowing_changes_no_answer(data, find, seed):
     assert sum(bool(result.candidates) for result in narrowed) > 10
 
 
+@pytest.mark.parametrize('sharing_usage', ['up front', 'as needed'])
 @pytest.mark.parametrize('probed', ['as surveyed', 'all', 'none'])
 @pytest.mark.parametrize('seed', [1, 2])
 def test_trees_read_in_batches_change_no_answer(data, find, seed, probed,
-                                                monkeypatch):
+                                                sharing_usage, monkeypatch):
     """With a limit, trees are read a batch at a time until enough
     candidates came; the answer is the one reading them all would give,
     whichever conditions on a tree (scarce classes, required traits,
     member_of) the batch's roots are found by looking up tree by tree
-    rather than among all the providers meeting them.
+    rather than among all the providers meeting them, and whether the
+    sharing providers' usage is read up front or as batches need it
+    (SHARING_USAGE_UP_FRONT).
     """
+    if sharing_usage == 'as needed':
+        monkeypatch.setattr(loading, 'SHARING_USAGE_UP_FRONT', 0)
     surveyed = candidates_sql.Narrowing.roots_shape
 
     def roots_shape(narrowing, roots):
@@ -469,12 +475,17 @@ def test_trees_needed_last_time_bound_the_first_batch(data, find,
     'resources=DISK_GB:10&root_required=CUSTOM_ROOT',
     'resources=DISK_GB:10&member_of={M}',
 ])
-def test_batches_find_sharing_alone_at_trees_left_out(data, find, query):
+@pytest.mark.parametrize('sharing_usage', ['up front', 'as needed'])
+def test_batches_find_sharing_alone_at_trees_left_out(data, find, query,
+                                                      sharing_usage,
+                                                      monkeypatch):
     """A candidate of a sharing provider alone may anchor at a tree the
     narrowing leaves out (not in the member_of aggregate its sharing
     provider is in); read in batches, the trees the sharing provider
     serves still come with the last batch.
     """
+    if sharing_usage == 'as needed':
+        monkeypatch.setattr(loading, 'SHARING_USAGE_UP_FRONT', 0)
     data.provider('ss', inventory={'DISK_GB': 100}, aggregates=['M', 'S'],
                   traits=['MISC_SHARES_VIA_AGGREGATE'])
     for name in ('cn1', 'cn2', 'cn3'):
