@@ -64,13 +64,24 @@ class Api:
 
     def reads(self):
         """{'primary': n, 'replica': n} reads so far."""
-        text = requests.get(self.url + '/metrics', timeout=10).text
         found = {'primary': 0, 'replica': 0}
+        for sample in self._samples('placement_database_reads_total'):
+            found[sample.labels['server']] = sample.value
+        return found
+
+    def replica_check(self):
+        """What the last replica check found, as its metrics say: 'lag
+        L s, usable U' (NaN lag: it could not be read)."""
+        lag = [s.value for s in self._samples('placement_replica_lag_seconds')]
+        usable = [s.value for s in self._samples('placement_replica_usable')]
+        return 'lag %s s, usable %s' % (lag, usable)
+
+    def _samples(self, name):
+        text = requests.get(self.url + '/metrics', timeout=10).text
         for family in parser.text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == 'placement_database_reads_total':
-                    found[sample.labels['server']] = sample.value
-        return found
+                if sample.name == name:
+                    yield sample
 
     def providers(self, count=PROVIDERS):
         created = []
@@ -92,14 +103,19 @@ class Api:
             'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
             'consumer_type': 'INSTANCE'})
 
-    def until_replica_serves(self, timeout=10):
+    def until_replica_serves(self, timeout=30):
+        """Until a read goes to the replica. The standby may hold its
+        replay back for a query of its own up to max_standby_streaming_delay
+        (5 s in tools/pg-replica.sh), so this waits longer than that."""
         deadline = time.monotonic() + timeout
         while True:
             before = self.reads()['replica']
             assert self.call('GET', CANDIDATES).status_code == 200
             if self.reads()['replica'] > before:
                 return
-            assert time.monotonic() < deadline, 'the replica never served'
+            assert time.monotonic() < deadline, (
+                'the replica never served within %ss; last check: %s'
+                % (timeout, self.replica_check()))
             time.sleep(0.1)
 
 
