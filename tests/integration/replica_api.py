@@ -3,7 +3,8 @@ replica tests.
 
 ``server(tmp_path, primary_url, replica_url, **placement_database)`` is a
 gunicorn serving the service with metrics on; ``Api(url)`` sends it
-requests and reads its counters of reads per database server (``reads()``);
+requests and reads its counters of reads per database server (``reads()``)
+and what its last replica check found (``replica_gauges()``);
 ``serving()`` is both, with providers made and the replica serving reads.
 ``Load(api)`` runs client threads asking for candidates and claiming one
 until the block ends, keeping every answer's status; ``reads_after`` and
@@ -13,6 +14,7 @@ replica and come back when something stops it under load.
 import concurrent.futures
 import contextlib
 import dataclasses
+import math
 import threading
 import time
 import uuid
@@ -69,18 +71,20 @@ class Api:
             found[sample.labels['server']] = sample.value
         return found
 
-    def replica_check(self):
-        """What the last replica check found, as its metrics say: 'lag
-        L s, usable U' (NaN lag: it could not be read)."""
-        lag = [s.value for s in self._samples('placement_replica_lag_seconds')]
-        usable = [s.value for s in self._samples('placement_replica_usable')]
-        return 'lag %s s, usable %s' % (lag, usable)
+    def replica_gauges(self):
+        """(lag, usable) of the service's last replica check, read in one
+        scrape (NaN lag: it could not be read)."""
+        found = {sample.name: sample.value for sample in self._samples(
+            'placement_replica_lag_seconds', 'placement_replica_usable')}
+        return (found.get('placement_replica_lag_seconds', math.nan),
+                found.get('placement_replica_usable'))
 
-    def _samples(self, name):
+    def _samples(self, *names):
+        """The samples of /metrics named one of ``names``."""
         text = requests.get(self.url + '/metrics', timeout=10).text
         for family in parser.text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == name:
+                if sample.name in names:
                     yield sample
 
     def providers(self, count=PROVIDERS):
@@ -114,8 +118,8 @@ class Api:
             if self.reads()['replica'] > before:
                 return
             assert time.monotonic() < deadline, (
-                'the replica never served within %ss; last check: %s'
-                % (timeout, self.replica_check()))
+                'the replica never served within %ss; last check (lag, '
+                'usable): %s' % (timeout, self.replica_gauges()))
             time.sleep(0.1)
 
 

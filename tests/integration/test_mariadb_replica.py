@@ -13,9 +13,7 @@ request may answer 5xx, whatever happens to the replica.
 import math
 import time
 
-from prometheus_client import parser
 import pytest
-import requests
 
 from mariadb_replica import mariadb_replica  # noqa: F401 (fixtures)
 from mariadb_replica import mariadb_replica_database  # noqa: F401
@@ -55,19 +53,6 @@ def mrep_api(tmp_path, mariadb_replica, mariadb_replica_database):
         yield api
 
 
-def _replica_gauges(api):
-    """(lag, usable) of the service's last replica check, from /metrics."""
-    text = requests.get(api.url + '/metrics', timeout=10).text
-    found = {}
-    for family in parser.text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in ('placement_replica_lag_seconds',
-                               'placement_replica_usable'):
-                found[sample.name] = sample.value
-    return (found.get('placement_replica_lag_seconds', math.nan),
-            found.get('placement_replica_usable'))
-
-
 def test_candidates_on_the_replica_claims_on_the_primary(
         mrep_api, mariadb_replica,
         mariadb_replica_database):
@@ -101,7 +86,7 @@ def test_sql_thread_stopped_under_load_then_restarted(
     def not_replicating():
         # The server says NULL, the service NaN.
         assert mariadb_replica.lag() is None
-        lag, usable = _replica_gauges(mrep_api)
+        lag, usable = mrep_api.replica_gauges()
         assert math.isnan(lag) and usable == 0
 
     seen = outage(mrep_api, mariadb_replica.stop_sql_thread,
@@ -121,13 +106,13 @@ def test_delayed_replica_sends_reads_to_the_primary(
         # Left because of the lag the service measured, not because a check
         # saw the threads stopped for the change (a NULL lag, NaN here).
         moved = until(lambda: _left(mrep_api)
-                      and _replica_gauges(mrep_api)[0] > 1.0,
+                      and mrep_api.replica_gauges()[0] > 1.0,
                       SECONDS_BEHIND_PASSES_1S + MOVE_WITHIN,
                       'reads stayed on a lagging replica')
         assert mariadb_replica.replicating()
         # Seconds_Behind_Master, in whole seconds rounded down.
         assert mariadb_replica.lag() >= 1
-        lag, usable = _replica_gauges(mrep_api)
+        lag, usable = mrep_api.replica_gauges()
         assert lag > 1.0 and usable == 0
         primary, replica = reads_after(mrep_api)
         assert replica == 0 and primary > 0
