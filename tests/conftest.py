@@ -76,7 +76,7 @@ from placement.candidates import sql as candidates_sql
 from placement.candidates import trees_needed
 from placement.db import engine as db_engine
 from placement.db import migration
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 
 import sql_rows
@@ -333,14 +333,14 @@ def _clean(engine):
                 delete = table.delete()
                 if table is tables.resource_classes:
                     delete = delete.where(
-                        table.c.id >= standard.CUSTOM_RC_START)
+                        table.c.id >= standard_sync.CUSTOM_RC_START)
                 elif table is tables.traits:
                     delete = delete.where(table.c.name.startswith('CUSTOM_'))
                 conn.execute(delete)
         finally:
             if mysql:
                 conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 1')
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     # Counts of the rows just deleted would steer the next test's reads.
     candidates_sql.forget_surveys()
     trees_needed.forget()

@@ -9,7 +9,7 @@ import threading
 
 from placement.db import engine as db_engine
 from placement.db import replica as replica_db
-from placement.db import standard
+from placement.db import standard_sync
 
 # Placeholders as the API reference writes them ({uuid}) and as Flask
 # rules do (<uuid>), so that both spell one route the same way.
@@ -80,7 +80,7 @@ class Database:
     def _sync(self):
         with self._engine.begin() as connection:
             db_engine.claim_write_lock(connection)
-            return standard.sync_standard(connection)
+            return standard_sync.sync_standard(connection)
 
 
 def replica_rules(routes, url_map):

@@ -42,7 +42,7 @@ from werkzeug import exceptions as http_exceptions
 
 from placement.api import errors
 from placement.api import microversion
-from placement.db import capacity
+from placement.db import capacity_metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -293,7 +293,7 @@ class _DatabaseCollector:
     def collect(self):
         try:
             with self._engine.connect() as conn:
-                rows = capacity.by_resource_class(conn)
+                rows = capacity_metrics.by_resource_class(conn)
         except sqlalchemy.exc.SQLAlchemyError as exc:
             LOG.warning('Metrics: cannot read capacity: %s', exc)
             rows = None

@@ -4,7 +4,7 @@ import sys
 from oslo_config import cfg
 
 from placement import conf as placement_conf
-from placement.cmd import toolkit
+from placement.cmd import operator_commands
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import online_migrations
@@ -63,7 +63,7 @@ def _add_db_commands(subparsers):
 
 def _add_commands(subparsers):
     _add_db_commands(subparsers)
-    toolkit.add_commands(subparsers)
+    operator_commands.add_commands(subparsers)
 
 
 def main(argv=None):

@@ -2,7 +2,7 @@
 import sqlalchemy as sa
 
 from placement import exception
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 
 _RC = tables.resource_classes
@@ -53,8 +53,9 @@ def create(conn, name):
             raise exception.Duplicate(name)
         next_id = conn.execute(
             sa.select(sa.func.max(_RC.c.id))
-            .where(_RC.c.id >= standard.CUSTOM_RC_START)).scalar()
-        next_id = standard.CUSTOM_RC_START if next_id is None else next_id + 1
+            .where(_RC.c.id >= standard_sync.CUSTOM_RC_START)).scalar()
+        next_id = (standard_sync.CUSTOM_RC_START if next_id is None
+                   else next_id + 1)
         try:
             with conn.begin_nested():
                 conn.execute(_RC.insert().values(id=next_id, name=name))

@@ -47,7 +47,7 @@ import sqlalchemy as sa
 
 from placement.candidates import sql as candidates_sql
 from placement.db import engine as db_engine
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 
 import api_cloud
@@ -1023,7 +1023,7 @@ def _restore(engine, wanted, current):
         finally:
             if mysql:
                 conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 1')
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     candidates_sql.forget_surveys()
 
 

@@ -20,7 +20,7 @@ from test_metrics import _value
 from placement.api import app as placement_app
 from placement.db import engine as db_engine
 from placement.db import migration
-from placement.db import standard
+from placement.db import standard_sync
 
 import conftest
 
@@ -43,7 +43,7 @@ def replica_url(backend, tmp_path):
     engine = db_engine.create_engine(conftest.make_conf(url))
     migration.upgrade(engine)
     with engine.begin() as conn:
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     engine.dispose()
     yield url
     if admin is not None:

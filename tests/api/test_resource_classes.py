@@ -5,7 +5,7 @@ import os_resource_classes
 import pytest
 import sqlalchemy as sa
 
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 
 import error_text
@@ -79,7 +79,8 @@ def test_custom_ids_start_at_10000(api, backend):
     with backend.engine.connect() as conn:
         ids = conn.execute(sa.select(rc.c.id).where(
             rc.c.name.like('CUSTOM_%')).order_by(rc.c.id)).scalars().all()
-    assert ids == [standard.CUSTOM_RC_START, standard.CUSTOM_RC_START + 1]
+    first = standard_sync.CUSTOM_RC_START
+    assert ids == [first, first + 1]
 
 
 # -- create -----------------------------------------------------------------
@@ -210,7 +211,8 @@ def test_rename_keeps_id(api, backend):
     rc = tables.resource_classes
     with backend.engine.connect() as conn:
         assert conn.execute(sa.select(rc.c.id).where(
-            rc.c.name == 'CUSTOM_NEW')).scalar() == standard.CUSTOM_RC_START
+            rc.c.name == 'CUSTOM_NEW')).scalar() == (
+                standard_sync.CUSTOM_RC_START)
 
 
 def test_rename_to_own_name(api):
@@ -362,7 +364,7 @@ def test_ids_are_reused_after_deleting_the_newest(api, backend):
     rc = tables.resource_classes
     with backend.engine.connect() as conn:
         assert conn.execute(sa.select(rc.c.id).where(
-            rc.c.name == 'CUSTOM_B')).scalar() == standard.CUSTOM_RC_START
+            rc.c.name == 'CUSTOM_B')).scalar() == standard_sync.CUSTOM_RC_START
 
 
 # -- cache headers ------------------------------------------------------------

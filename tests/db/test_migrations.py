@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from placement.db import engine as db_engine
 from placement.db import migration
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 
 import conftest
@@ -216,13 +216,13 @@ def test_schema_upgrade_leaves_standard_rows_to_the_service(engine):
 def test_sync_standard_is_idempotent(engine):
     migration.upgrade(engine)
     with engine.begin() as conn:
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     classes, traits = _standard_rows(engine)
     assert classes == list(enumerate(os_resource_classes.STANDARDS))
     assert classes[0] == (0, 'VCPU')  # MySQL must not turn 0 into an auto id
     assert traits == sorted(os_traits.get_traits())
     with engine.begin() as conn:
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     assert _standard_rows(engine) == (classes, traits)
 
 
@@ -232,14 +232,14 @@ def test_sync_standard_fills_gaps_and_keeps_custom_rows(engine):
     with engine.begin() as conn:
         conn.execute(rc.delete().where(rc.c.name == 'DISK_GB'))
         conn.execute(trait.delete().where(trait.c.name == 'HW_CPU_X86_AVX'))
-        conn.execute(rc.insert().values(id=standard.CUSTOM_RC_START,
+        conn.execute(rc.insert().values(id=standard_sync.CUSTOM_RC_START,
                                         name='CUSTOM_GOLD'))
         conn.execute(trait.insert().values(name='CUSTOM_FAST'))
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
     classes, traits = _standard_rows(engine)
     assert (os_resource_classes.STANDARDS.index('DISK_GB'), 'DISK_GB') in (
         classes)
-    assert (standard.CUSTOM_RC_START, 'CUSTOM_GOLD') in classes
+    assert (standard_sync.CUSTOM_RC_START, 'CUSTOM_GOLD') in classes
     assert {'HW_CPU_X86_AVX', 'CUSTOM_FAST'} <= set(traits)
 
 
@@ -255,7 +255,7 @@ def test_sync_standard_concurrent_insert_race(engine, caplog):
         # As the service syncs: on SQLite it queues for the write lock.
         with engine.begin() as conn:
             db_engine.claim_write_lock(conn)
-            standard.sync_standard(conn)
+            standard_sync.sync_standard(conn)
 
     def second():
         try:
@@ -265,7 +265,7 @@ def test_sync_standard_concurrent_insert_race(engine, caplog):
 
     caplog.set_level(logging.DEBUG, logger='placement.db')
     with engine.begin() as conn:
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
         thread = threading.Thread(target=second)
         thread.start()
         time.sleep(0.5)  # let it read, then block on our uncommitted rows
@@ -361,7 +361,7 @@ def _insert_sample_data(conn):
         used=2))
     conn.execute(tables.traits.insert().values(name='CUSTOM_OLD'))
     conn.execute(tables.resource_classes.insert().values(
-        id=standard.CUSTOM_RC_START, name='CUSTOM_OLD'))
+        id=standard_sync.CUSTOM_RC_START, name='CUSTOM_OLD'))
 
 
 def _dump(engine):

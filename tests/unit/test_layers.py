@@ -74,7 +74,7 @@ def test_the_core_and_the_cli_load_no_http_framework():
     loaded = subprocess.run(
         [sys.executable, '-c',
          'import sys; import placement.candidates, placement.querylang, '
-         'placement.candidates.explain, placement.cmd.toolkit; '
+         'placement.candidates.explain, placement.cmd.operator_commands; '
          'print(sorted(m for m in %r if m in sys.modules))' % sorted(HTTP)],
         capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == '[]'

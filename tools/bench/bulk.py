@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from placement.db import consumer as consumer_db
 from placement.db import engine as db_engine
 from placement.db import resource_class as rc_db
-from placement.db import standard
+from placement.db import standard_sync
 from placement.db import tables
 from placement.db import trait as trait_db
 
@@ -136,7 +136,7 @@ class Loader:
         would sync them; the dataset's custom ones, as its loader creates
         them; the consumer type, projects and users."""
         conn = self.conn
-        standard.sync_standard(conn)
+        standard_sync.sync_standard(conn)
         for name in dataset.CUSTOM_CLASSES:
             rc_db.create(conn, name)
         for name in dataset.CUSTOM_TRAITS:
