@@ -1,7 +1,7 @@
 """API microversions as the core sees them: (major, minor) tuples.
 
-The HTTP layer (placement.api.microversion) reads the request's version
-from its header; everything else compares tuples and picks what applies
+The HTTP layer (placement.api.pipeline.microversion) reads the request's
+version from its header; everything else compares tuples and picks what applies
 at a version from tables keyed by the version it starts at.
 """
 from typing import Any

@@ -5,7 +5,7 @@ import sys
 from oslo_log import log as oslo_log
 
 from placement.api import app
-from placement.api import auth
+from placement.api.middleware import auth
 from placement.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)

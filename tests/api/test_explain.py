@@ -250,7 +250,7 @@ def test_versions(api, cloud):
 
 
 def test_debug_line_when_nothing_found(api, cloud, caplog):
-    caplog.set_level(logging.DEBUG, logger='placement.api.explain')
+    caplog.set_level(logging.DEBUG, logger='placement.api.resources.explain')
     api.get('/allocation_candidates?resources=VCPU:1')
     assert not caplog.records
     api.get('/allocation_candidates?' + _classic_query(cloud))
@@ -264,7 +264,7 @@ def test_debug_line_when_nothing_found(api, cloud, caplog):
 
 
 def test_no_explanation_without_debug(api, cloud, caplog, monkeypatch):
-    caplog.set_level(logging.INFO, logger='placement.api.explain')
+    caplog.set_level(logging.INFO, logger='placement.api.resources.explain')
     calls = []
     monkeypatch.setattr('placement.candidates.explain.explain',
                         lambda *args: calls.append(args))

@@ -62,7 +62,8 @@ REQUEST_ID = re.compile(r'^req-[a-f0-9-]{36}$')
 # From this microversion error documents carry a code.
 CODE_VERSION = (1, 23)
 WRITES = ('PUT', 'POST', 'PATCH', 'DELETE')
-# Answered in front of the API pipeline (placement.api.extensions): no
+# Answered in front of the API pipeline
+# (placement.api.operations.extensions): no
 # microversion, no request id.
 EXTENSIONS = ('/x-openapi.json', '/healthcheck')
 # The admin token is a service's too: POST /reshaper is for services only.

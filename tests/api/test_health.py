@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from placement.api import health
+from placement.api.operations import health
 
 # Each backend at an address nothing listens on.
 DEAD_DATABASES = {

@@ -16,7 +16,7 @@ from test_health import DEAD_DATABASES
 
 from placement import exception
 from placement.api import app as placement_app
-from placement.api import metrics
+from placement.api.operations import metrics
 from placement.db import allocation as alloc_db
 
 import error_text

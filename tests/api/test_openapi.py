@@ -12,9 +12,9 @@ from schemathesis import checks as schemathesis_checks
 from schemathesis.core import failures as schemathesis_failures
 from schemathesis.specs.openapi import checks as openapi_checks
 
-from placement.api import microversion
 from placement.api import routes
-from placement.api import wsgi
+from placement.api.pipeline import declaration
+from placement.api.pipeline import microversion
 
 import error_text
 
@@ -70,13 +70,13 @@ def test_unknown_microversion_is_400(api, asked):
 
 def test_every_route_is_declared():
     """The document and the checks of every request come from one
-    declaration per route (wsgi.handler).
+    declaration per route (declaration.handler).
     """
     app = _routes()
     undeclared = [rule.endpoint for rule in app.url_map.iter_rules()
                   if not isinstance(getattr(app.view_functions[rule.endpoint],
                                             'declaration', None),
-                                    wsgi.Declaration)]
+                                    declaration.Declaration)]
     assert not undeclared
 
 
@@ -105,7 +105,7 @@ def test_operations_follow_microversions(api):
 def _routes():
     """A Flask app with the service's url map and view functions."""
     app = flask.Flask('routes', static_folder=None)
-    for blueprint in routes.blueprints():
+    for blueprint in routes.BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app
 

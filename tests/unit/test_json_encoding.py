@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from placement.api import wsgi
+from placement.api.pipeline import responses
 
 
 @pytest.mark.parametrize('data', [
@@ -13,6 +13,6 @@ from placement.api import wsgi
     {'name': 'lone \ud800'},     # a surrogate orjson refuses
 ])
 def test_encoded_body_decodes_to_the_data(data):
-    encoded = wsgi.encode_json(data)
+    encoded = responses.encode_json(data)
     assert isinstance(encoded, bytes)
     assert json.loads(encoded) == data

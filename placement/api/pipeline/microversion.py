@@ -61,3 +61,19 @@ def by_version(choices, version=None):
     request's (or ``version``'s): ``by_version({(1, 0): a, (1, 12): b})``.
     """
     return versions.pick(choices, current() if version is None else version)
+
+
+def negotiate(environ):
+    """Read the request's version into the environ, where error rendering
+    finds it too (None while unread or unreadable); VersionError if the
+    header names no version of the service."""
+    environ[ENVIRON_KEY] = None
+    environ[ENVIRON_KEY] = extract(environ)
+
+
+def add_headers(response, environ):
+    """The version a response answers at, for clients and caches."""
+    version = environ.get(ENVIRON_KEY)
+    if version is not None:
+        response.headers[HEADER] = 'placement %s' % (version,)
+        response.vary.add(HEADER)

@@ -1,8 +1,10 @@
 """/traits: list with filters, ensure, show, delete (1.6+)."""
 import flask
 
-from placement.api import errors
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import responses
 from placement.db import trait as trait_db
 from placement.policies import trait as policies
 from placement.schemas import trait as schema
@@ -46,47 +48,51 @@ def _associated_filter(value):
 
 
 @blueprint.route('/traits', methods=['GET'])
-@wsgi.handler('List traits', {200: 'Traits'}, min_version=SINCE,
-              query=schema.LIST_QUERY)
+@declaration.handler('List traits', {200: 'Traits'}, min_version=SINCE,
+                     query=schema.LIST_QUERY)
 def list_traits():
-    wsgi.authorize(policies.TRAITS_LIST)
-    params = wsgi.params()
+    context.authorize(policies.TRAITS_LIST)
+    params = declaration.params()
     filters = _name_filter(params.get('name'))
     filters.update(_associated_filter(params.get('associated')))
-    rows = wsgi.read(trait_db.list_all, **filters)
-    return wsgi.json_response({'traits': [r['name'] for r in rows]},
-                              last_modified=wsgi.last_modified_of(rows))
+    rows = context.read(trait_db.list_all, **filters)
+    return responses.json_response(
+        {'traits': [r['name'] for r in rows]},
+        last_modified=responses.last_modified_of(rows))
 
 
 @blueprint.route('/traits/<name>', methods=['GET'])
-@wsgi.handler('Check that a trait exists', {204: None}, min_version=SINCE,
-              accept=False)
+@declaration.handler(
+        'Check that a trait exists', {204: None}, min_version=SINCE,
+        accept=False)
 def show_trait(name):
-    wsgi.authorize(policies.TRAITS_SHOW)
-    row = wsgi.read(trait_db.get_by_name, name)
-    return wsgi.empty_response(
-        204, last_modified=wsgi.last_modified_of([row]))
+    context.authorize(policies.TRAITS_SHOW)
+    row = context.read(trait_db.get_by_name, name)
+    return responses.empty_response(
+        204, last_modified=responses.last_modified_of([row]))
 
 
 @blueprint.route('/traits/<name>', methods=['PUT'])
-@wsgi.handler('Create a custom trait if missing', {201: None, 204: None},
-              min_version=SINCE)
+@declaration.handler(
+        'Create a custom trait if missing', {201: None, 204: None},
+        min_version=SINCE)
 def put_trait(name):
-    wsgi.authorize(policies.TRAITS_UPDATE)
+    context.authorize(policies.TRAITS_UPDATE)
     if not schema.is_custom_name(name):
         raise errors.BadRequest(_INVALID_TRAIT)
-    created = wsgi.write(trait_db.ensure, name)
+    created = context.write(trait_db.ensure, name)
     # Unlike other writes, PUT /traits carries the cache headers (1.15+).
-    row = wsgi.read(trait_db.get_by_name, name)
-    return wsgi.empty_response(
-        201 if created else 204, location=wsgi.location('/traits/' + name),
-        last_modified=wsgi.last_modified_of([row]))
+    row = context.read(trait_db.get_by_name, name)
+    return responses.empty_response(
+        201 if created else 204,
+        location=responses.location('/traits/' + name),
+        last_modified=responses.last_modified_of([row]))
 
 
 @blueprint.route('/traits/<name>', methods=['DELETE'])
-@wsgi.handler('Delete a custom trait', {204: None}, min_version=SINCE)
+@declaration.handler('Delete a custom trait', {204: None}, min_version=SINCE)
 def delete_trait(name):
-    wsgi.authorize(policies.TRAITS_DELETE)
+    context.authorize(policies.TRAITS_DELETE)
     # Unknown: 404, standard: 400, in use: 409 (the app's mapping).
-    wsgi.write(trait_db.delete, name)
-    return wsgi.empty_response()
+    context.write(trait_db.delete, name)
+    return responses.empty_response()

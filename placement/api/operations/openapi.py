@@ -24,8 +24,8 @@ import urllib.parse
 import webob
 
 from placement import versions as versions_module
-from placement.api import errors
-from placement.api import microversion
+from placement.api.pipeline import errors
+from placement.api.pipeline import microversion
 
 PATH = '/x-openapi.json'
 OPENAPI_VERSION = '3.1.0'

@@ -6,7 +6,7 @@ What is measured:
   matches), method, status and microversion (``-`` when the request was
   refused before its version was read): a counter and a latency histogram;
 - allocation write attempts that collided with another write, and the
-  server-side retries they caused (placement.api.allocations);
+  server-side retries they caused (placement.api.resources.allocations);
 - allocation candidate generation: duration, and candidates returned;
 - reads by the database server that answered them (primary or replica),
   and the last replica check's lag and verdict;
@@ -40,8 +40,8 @@ import sqlalchemy.exc
 import webob
 from werkzeug import exceptions as http_exceptions
 
-from placement.api import errors
-from placement.api import microversion
+from placement.api.pipeline import errors
+from placement.api.pipeline import microversion
 from placement.db import capacity_metrics
 
 LOG = logging.getLogger(__name__)

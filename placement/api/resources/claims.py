@@ -6,9 +6,9 @@ import contextlib
 import logging
 
 from placement import exception
-from placement.api import errors
-from placement.api import metrics
-from placement.api import wsgi
+from placement.api.operations import metrics
+from placement.api.pipeline import context
+from placement.api.pipeline import errors
 from placement.db import allocation as alloc_db
 from placement.db import consumer as consumer_db
 from placement.db import engine as db_engine
@@ -21,23 +21,23 @@ PROVIDER_CHANGED = ('Another thread concurrently updated the resource '
 
 
 def write_retrying(fn, *args):
-    """``wsgi.write(fn, ...)`` for allocation writes, which queue for the
+    """``context.write(fn, ...)`` for allocation writes, which queue for the
     providers they allocate from instead of failing when others write
     them. What is left (a consumer changed under the request, deadlocks,
     Galera certification failures) is re-run from scratch (fresh reads),
     up to ``[placement] allocation_conflict_retry_count`` attempts in
     all; then the last error is raised.
     """
-    attempts = max(1, wsgi.conf().placement.allocation_conflict_retry_count)
+    attempts = max(1, context.conf().placement.allocation_conflict_retry_count)
 
     def retried(_exc):
         metrics.ALLOCATION_CONFLICTS.inc()
         metrics.ALLOCATION_RETRIES.inc()
 
     try:
-        return wsgi.write(fn, *args, attempts=attempts,
-                          retry_also=exception.ConcurrentUpdate,
-                          on_retry=retried)
+        return context.write(fn, *args, attempts=attempts,
+                             retry_also=exception.ConcurrentUpdate,
+                             on_retry=retried)
     except exception.ConcurrentUpdate:
         _gave_up(attempts)
         raise
@@ -90,7 +90,7 @@ def consumer_request(consumer_uuid, body, resources):
     and user, before 1.28 its generation is not checked, before 1.38 its
     type is left as it is.
     """
-    conf = wsgi.conf().placement
+    conf = context.conf().placement
     return alloc_db.ConsumerRequest(
         uuid=consumer_uuid, resources=resources,
         project=body.get('project_id', conf.incomplete_consumer_project_id),

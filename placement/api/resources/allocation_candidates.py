@@ -8,16 +8,19 @@ import flask
 
 from placement import candidates
 from placement import querylang
-from placement.api import metrics
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.operations import metrics
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import inputs
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 from placement.candidates import explain
 from placement.policies import allocation_candidate as policies
 from placement.schemas import allocation_candidate as schema
 
 blueprint = flask.Blueprint('allocation_candidates', __name__)
 
-EXPLAIN_LOG = logging.getLogger('placement.api.explain')
+EXPLAIN_LOG = logging.getLogger('placement.api.resources.explain')
 
 
 # There are as many requests and summaries as candidates and providers
@@ -74,13 +77,13 @@ _SUMMARY_VIEW = {
 
 
 @blueprint.route('/allocation_candidates', methods=['GET'])
-@wsgi.handler('Allocation candidates for a request of resources',
-              {200: 'AllocationCandidates'},
-              min_version=querylang.MIN_VERSION, query=schema.GET)
+@declaration.handler('Allocation candidates for a request of resources',
+                     {200: 'AllocationCandidates'},
+                     min_version=querylang.MIN_VERSION, query=schema.GET)
 def list_allocation_candidates():
-    wsgi.authorize(policies.LIST)
-    request = querylang.parse(wsgi.query_pairs(), microversion.current())
-    settings = candidates.Settings.from_conf(wsgi.conf())
+    context.authorize(policies.LIST)
+    request = querylang.parse(inputs.query_pairs(), microversion.current())
+    settings = candidates.Settings.from_conf(context.conf())
     with candidates.gc_paused():
         # Only the encoded response outlives the block.
         return _respond(request, settings)
@@ -88,18 +91,18 @@ def list_allocation_candidates():
 
 def _respond(request, settings):
     with metrics.candidate_generation() as generation:
-        result = wsgi.read(candidates.find, request, settings)
+        result = context.read(candidates.find, request, settings)
         generation.found(len(result.candidates))
     if not result.candidates:
         _log_why_nothing(request, settings)
     request_view = microversion.by_version(_REQUEST_VIEW)
     summary_view = microversion.by_version(_SUMMARY_VIEW)
-    return wsgi.json_response({
+    return responses.json_response({
         'allocation_requests': [request_view(c) for c in result.candidates],
         'provider_summaries': {
             uuid: summary_view(summary)
             for uuid, summary in result.summaries.items()},
-    }, last_modified=wsgi.utcnow())
+    }, last_modified=responses.utcnow())
 
 
 def _log_why_nothing(request, settings):
@@ -110,7 +113,7 @@ def _log_why_nothing(request, settings):
     if not EXPLAIN_LOG.isEnabledFor(logging.DEBUG):
         return
     try:
-        explanation = wsgi.read(explain.explain, request, settings)
+        explanation = context.read(explain.explain, request, settings)
     except Exception:
         EXPLAIN_LOG.debug('Could not explain the empty allocation candidates '
                           'of %s', flask.request.full_path, exc_info=True)

@@ -2,8 +2,10 @@
 import flask
 
 from placement import exception
-from placement.api import errors
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import responses
 from placement.db import resource_provider_trait as rp_trait_db
 from placement.policies import trait as policies
 from placement.schemas import resource_provider_trait as schema
@@ -17,42 +19,42 @@ SINCE = (1, 6)
 
 def _read(conn, uuid):
     # Upstream's GET says it twice.
-    provider = wsgi.provider_or_404(uuid, '%(error)s: %(error)s', conn)
+    provider = context.provider_or_404(uuid, '%(error)s: %(error)s', conn)
     return provider, rp_trait_db.of_provider(conn, provider['id'])
 
 
 def _response(names, generation, rows):
-    return wsgi.json_response(
+    return responses.json_response(
         {'traits': names, 'resource_provider_generation': generation},
-        last_modified=wsgi.last_modified_of(rows))
+        last_modified=responses.last_modified_of(rows))
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@wsgi.handler("List a provider's traits", {200: 'ProviderTraits'},
-              min_version=SINCE)
+@declaration.handler("List a provider's traits", {200: 'ProviderTraits'},
+                     min_version=SINCE)
 def list_traits(uuid):
-    wsgi.authorize(policies.RP_TRAIT_LIST)
-    provider, rows = wsgi.read(_read, uuid)
+    context.authorize(policies.RP_TRAIT_LIST)
+    provider, rows = context.read(_read, uuid)
     return _response([row['name'] for row in rows], provider['generation'],
                      rows)
 
 
 def _replace(conn, uuid, names, expected_generation):
-    provider = wsgi.provider_or_404(uuid, conn=conn)
+    provider = context.provider_or_404(uuid, conn=conn)
     generation = rp_trait_db.replace(
         conn, provider, names, expected_generation)
     return generation, rp_trait_db.of_provider(conn, provider['id'])
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@wsgi.handler("Replace a provider's traits", {200: 'ProviderTraits'},
-              min_version=SINCE, body=schema.PUT)
+@declaration.handler("Replace a provider's traits", {200: 'ProviderTraits'},
+                     min_version=SINCE, body=schema.PUT)
 def update_traits(uuid):
-    wsgi.authorize(policies.RP_TRAIT_UPDATE)
-    wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.RP_TRAIT_UPDATE)
+    context.provider_or_404(uuid)
+    data = declaration.body()
     try:
-        generation, rows = wsgi.write(
+        generation, rows = context.write(
             _replace, uuid, data['traits'],
             data['resource_provider_generation'])
     except exception.NotFound as exc:
@@ -63,13 +65,13 @@ def update_traits(uuid):
 
 
 def _delete_all(conn, uuid):
-    rp_trait_db.delete_all(conn, wsgi.provider_or_404(uuid, conn=conn))
+    rp_trait_db.delete_all(conn, context.provider_or_404(uuid, conn=conn))
 
 
 @blueprint.route(_PATH, methods=['DELETE'])
-@wsgi.handler("Remove all of a provider's traits", {204: None},
-              min_version=SINCE)
+@declaration.handler("Remove all of a provider's traits", {204: None},
+                     min_version=SINCE)
 def delete_traits(uuid):
-    wsgi.authorize(policies.RP_TRAIT_DELETE)
-    wsgi.write(_delete_all, uuid)
-    return wsgi.empty_response()
+    context.authorize(policies.RP_TRAIT_DELETE)
+    context.write(_delete_all, uuid)
+    return responses.empty_response()

@@ -10,9 +10,11 @@ import re
 import flask
 
 from placement import exception
-from placement.api import errors
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 from placement.db import inventory as inv_db
 from placement.policies import inventory as policies
 from placement.schemas import inventory as schema
@@ -36,7 +38,7 @@ CONCURRENT_WRITE = ('Another thread concurrently updated the resource '
 
 
 def _shown_provider(uuid):
-    return wsgi.provider_or_404(
+    return context.provider_or_404(
         uuid, 'No resource provider with uuid %(uuid)s found : %(error)s')
 
 
@@ -76,39 +78,41 @@ def _collection_view(generation, inventories):
 
 def _collection_response(body, last_modified):
     """An empty collection has no date but is still not to be cached."""
-    return wsgi.json_response(body, last_modified=last_modified,
-                              undated=True)
+    return responses.json_response(body, last_modified=last_modified,
+                                   undated=True)
 
 
 def _item_location(uuid, resource_class):
-    return wsgi.location('/resource_providers/%s/inventories/%s'
-                         % (uuid, resource_class))
+    return responses.location('/resource_providers/%s/inventories/%s'
+                              % (uuid, resource_class))
 
 
 @blueprint.route(_COLLECTION, methods=['GET'])
-@wsgi.handler("List a provider's inventories", {200: 'Inventories'})
+@declaration.handler("List a provider's inventories", {200: 'Inventories'})
 def list_inventories(uuid):
-    wsgi.authorize(policies.LIST)
+    context.authorize(policies.LIST)
     provider = _shown_provider(uuid)
-    inventories = wsgi.read(inv_db.get_all, provider['id'])
+    inventories = context.read(inv_db.get_all, provider['id'])
     rows = list(inventories.values())
     return _collection_response(
         _collection_view(provider['generation'], inventories),
-        wsgi.last_modified_of(rows) if rows else None)
+        responses.last_modified_of(rows) if rows else None)
 
 
 @blueprint.route(_COLLECTION, methods=['POST'])
-@wsgi.handler('Create one inventory', {201: 'Inventory'}, body=schema.POST)
+@declaration.handler(
+        'Create one inventory', {201: 'Inventory'}, body=schema.POST)
 def create_inventory(uuid):
-    wsgi.authorize(policies.CREATE)
-    provider = wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.CREATE)
+    provider = context.provider_or_404(uuid)
+    data = declaration.body()
     resource_class = data['resource_class']
     record = inv_db.with_defaults(data)
     cannot_create = 'Unable to create inventory for resource provider %s: %s'
     _check_records(provider, {resource_class: record}, cannot_create)
     try:
-        generation = wsgi.write(inv_db.add, provider, resource_class, record)
+        generation = context.write(
+            inv_db.add, provider, resource_class, record)
     except exception.NotFound as exc:
         raise errors.BadRequest(cannot_create % (uuid, exc))
     except exception.Duplicate as exc:
@@ -117,19 +121,21 @@ def create_inventory(uuid):
     except exception.ConcurrentUpdate:
         raise errors.Conflict('Update conflict: %s' % CONCURRENT_WRITE,
                               code=errors.CONCURRENT_UPDATE)
-    response = wsgi.json_response(
-        _view(record, generation), status=201, last_modified=wsgi.utcnow())
+    response = responses.json_response(
+        _view(record, generation), status=201,
+        last_modified=responses.utcnow())
     response.headers['Location'] = _item_location(uuid, resource_class)
     return response
 
 
 @blueprint.route(_COLLECTION, methods=['PUT'])
-@wsgi.handler("Replace all of a provider's inventories", {200: 'Inventories'},
-              body=schema.PUT_ALL)
+@declaration.handler(
+        "Replace all of a provider's inventories", {200: 'Inventories'},
+        body=schema.PUT_ALL)
 def replace_inventories(uuid):
-    wsgi.authorize(policies.UPDATE)
-    provider = wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.UPDATE)
+    provider = context.provider_or_404(uuid)
+    data = declaration.body()
     generation = _expected_generation(provider, data)
     for name in data['inventories']:
         if not re.match(schema.RESOURCE_CLASS_PATTERN, name):
@@ -140,7 +146,7 @@ def replace_inventories(uuid):
                    for name, record in data['inventories'].items()}
     _check_records(provider, inventories, _CANNOT_UPDATE)
     try:
-        generation = wsgi.write(
+        generation = context.write(
             inv_db.replace_all, provider, inventories, generation)
     except exception.NotFound as exc:
         raise errors.BadRequest(_UNKNOWN_CLASS % (uuid, exc))
@@ -152,17 +158,17 @@ def replace_inventories(uuid):
                               code=errors.INVENTORY_INUSE)
     return _collection_response(
         _collection_view(generation, inventories),
-        wsgi.utcnow() if inventories else None)
+        responses.utcnow() if inventories else None)
 
 
 @blueprint.route(_COLLECTION, methods=['DELETE'])
-@wsgi.handler("Delete all of a provider's inventories", {204: None},
-              method_from=DELETE_ALL_VERSION)
+@declaration.handler("Delete all of a provider's inventories", {204: None},
+                     method_from=DELETE_ALL_VERSION)
 def delete_inventories(uuid):
-    wsgi.authorize(policies.DELETE)
-    provider = wsgi.provider_or_404(uuid)
+    context.authorize(policies.DELETE)
+    provider = context.provider_or_404(uuid)
     try:
-        wsgi.write(inv_db.replace_all, provider, {}, provider['generation'])
+        context.write(inv_db.replace_all, provider, {}, provider['generation'])
     except exception.ConcurrentUpdate:
         raise errors.Conflict(
             'Unable to delete inventory for resource provider %s because '
@@ -170,34 +176,35 @@ def delete_inventories(uuid):
             'your request.' % uuid, code=errors.CONCURRENT_UPDATE)
     except exception.InUse as exc:
         raise errors.Conflict(str(exc), code=errors.INVENTORY_INUSE)
-    return wsgi.empty_response()
+    return responses.empty_response()
 
 
 @blueprint.route(_ITEM, methods=['GET'])
-@wsgi.handler('Show one inventory', {200: 'Inventory'})
+@declaration.handler('Show one inventory', {200: 'Inventory'})
 def show_inventory(uuid, resource_class):
-    wsgi.authorize(policies.SHOW)
+    context.authorize(policies.SHOW)
     provider = _shown_provider(uuid)
-    record = wsgi.read(inv_db.get_all, provider['id']).get(resource_class)
+    record = context.read(inv_db.get_all, provider['id']).get(resource_class)
     if record is None:
         raise errors.NotFound('No inventory of class %s for %s'
                               % (resource_class, uuid))
-    return wsgi.json_response(
+    return responses.json_response(
         _view(record, provider['generation']),
-        last_modified=wsgi.last_modified_of([record]))
+        last_modified=responses.last_modified_of([record]))
 
 
 @blueprint.route(_ITEM, methods=['PUT'])
-@wsgi.handler('Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE)
+@declaration.handler(
+        'Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE)
 def update_inventory(uuid, resource_class):
-    wsgi.authorize(policies.UPDATE)
-    provider = wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.UPDATE)
+    provider = context.provider_or_404(uuid)
+    data = declaration.body()
     generation = _expected_generation(provider, data)
     record = inv_db.with_defaults(data)
     _check_records(provider, {resource_class: record}, _CANNOT_UPDATE)
     try:
-        generation = wsgi.write(
+        generation = context.write(
             inv_db.update, provider, resource_class, record, generation)
     except inv_db.NoSuchInventory as exc:
         raise errors.BadRequest(
@@ -206,17 +213,17 @@ def update_inventory(uuid, resource_class):
     except exception.ConcurrentUpdate:
         raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
                               code=errors.CONCURRENT_UPDATE)
-    return wsgi.json_response(_view(record, generation),
-                              last_modified=wsgi.utcnow())
+    return responses.json_response(_view(record, generation),
+                                   last_modified=responses.utcnow())
 
 
 @blueprint.route(_ITEM, methods=['DELETE'])
-@wsgi.handler('Delete one inventory', {204: None})
+@declaration.handler('Delete one inventory', {204: None})
 def delete_inventory(uuid, resource_class):
-    wsgi.authorize(policies.DELETE)
-    provider = wsgi.provider_or_404(uuid)
+    context.authorize(policies.DELETE)
+    provider = context.provider_or_404(uuid)
     try:
-        wsgi.write(inv_db.delete, provider, resource_class)
+        context.write(inv_db.delete, provider, resource_class)
     except exception.NotFound as exc:
         raise errors.NotFound('No inventory of class %s found for delete: %s'
                               % (resource_class, exc))
@@ -227,4 +234,4 @@ def delete_inventory(uuid, resource_class):
         raise errors.Conflict('Unable to delete inventory of class %s: %s'
                               % (resource_class, reason),
                               code=errors.CONCURRENT_UPDATE)
-    return wsgi.empty_response()
+    return responses.empty_response()

@@ -6,9 +6,12 @@ import flask
 from placement import candidates
 from placement import exception
 from placement import querylang
-from placement.api import errors
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import inputs
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 from placement.candidates import names as naming
 from placement.candidates import request as candidates_request
 from placement.db import resource_provider as rp_db
@@ -48,7 +51,7 @@ def viewer():
     """``view`` for many rows: what depends on the request (links, tree
     fields) is worked out once.
     """
-    prefix = wsgi.href(path(''))
+    prefix = responses.href(path(''))
     relations = [(rel, '/' + rel) for rel, since in _LINK_RELATIONS
                  if microversion.is_at_least(since)]
     in_tree = microversion.is_at_least(TREE_FIELDS_VERSION)
@@ -68,18 +71,18 @@ def viewer():
 
 
 @blueprint.route('/resource_providers', methods=['GET'])
-@wsgi.handler('List resource providers', {200: 'ResourceProviders'},
-              query={(1, 0): schema.LIST_QUERY,
+@declaration.handler('List resource providers', {200: 'ResourceProviders'},
+                     query={(1, 0): schema.LIST_QUERY,
                      (1, 3): schema.LIST_QUERY_1_3,
                      (1, 4): schema.LIST_QUERY_1_4,
                      TREE_FIELDS_VERSION: schema.LIST_QUERY_1_14,
                      (1, 18): schema.LIST_QUERY_1_18})
 def list_resource_providers():
-    wsgi.authorize(policies.LIST)
-    params = wsgi.params()
+    context.authorize(policies.LIST)
+    params = declaration.params()
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
     version = microversion.current()
-    pairs = wsgi.query_pairs()
+    pairs = inputs.query_pairs()
     # Parsed in upstream's order, which decides the error reported first.
     group = candidates_request.Group(in_tree=params.get('in_tree'))
     if 'member_of' in params:
@@ -91,10 +94,10 @@ def list_resource_providers():
     if 'resources' in params:
         group.resources = querylang.resources(params['resources'])
     filtered = any(key in params for key in candidate_schema.GROUP_KEYS)
-    rows = wsgi.read(_list, filters, group if filtered else None)
-    return wsgi.json_response(
+    rows = context.read(_list, filters, group if filtered else None)
+    return responses.json_response(
         {'resource_providers': list(map(viewer(), rows))},
-        last_modified=wsgi.last_modified_of(rows))
+        last_modified=responses.last_modified_of(rows))
 
 
 def _list(conn, filters, group):
@@ -116,69 +119,70 @@ def _list(conn, filters, group):
 
 
 @blueprint.route('/resource_providers', methods=['POST'])
-@wsgi.handler('Create a resource provider',
-              {(1, 0): {201: None},
-               POST_RETURNS_BODY_VERSION: {200: 'ResourceProvider'}},
-              body={(1, 0): schema.POST,
-                    TREE_FIELDS_VERSION: schema.POST_1_14})
+@declaration.handler('Create a resource provider',
+                     {(1, 0): {201: None},
+                      POST_RETURNS_BODY_VERSION: {200: 'ResourceProvider'}},
+                     body={(1, 0): schema.POST,
+                           TREE_FIELDS_VERSION: schema.POST_1_14})
 def create_resource_provider():
-    wsgi.authorize(policies.CREATE)
-    data = wsgi.body()
+    context.authorize(policies.CREATE)
+    data = declaration.body()
     name = data['name']
     # The canonical form, whatever spelling of the uuid the client used.
     uuid = str(uuid_lib.UUID(data['uuid']) if 'uuid' in data
                else uuid_lib.uuid4())
     try:
-        row = wsgi.write(rp_db.create, uuid, name,
-                         data.get('parent_provider_uuid'))
+        row = context.write(rp_db.create, uuid, name,
+                            data.get('parent_provider_uuid'))
     except exception.Duplicate as exc:
         raise errors.Conflict(str(exc), code=errors.DUPLICATE_NAME)
     except exception.Invalid as exc:
         raise errors.BadRequest(
             'Unable to create resource provider "%s", %s: %s'
             % (name, uuid, exc))
-    location = wsgi.location(path(uuid))
+    location = responses.location(path(uuid))
     if not microversion.is_at_least(POST_RETURNS_BODY_VERSION):
-        return wsgi.empty_response(201, location=location)
-    response = wsgi.json_response(
-        view(row), last_modified=wsgi.last_modified_of([row]))
+        return responses.empty_response(201, location=location)
+    response = responses.json_response(
+        view(row), last_modified=responses.last_modified_of([row]))
     response.headers['Location'] = location
     return response
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['GET'])
-@wsgi.handler('Show a resource provider', {200: 'ResourceProvider'})
+@declaration.handler('Show a resource provider', {200: 'ResourceProvider'})
 def show_resource_provider(uuid):
-    wsgi.authorize(policies.SHOW)
-    row = wsgi.provider_or_404(uuid)
-    return wsgi.json_response(
-        view(row), last_modified=wsgi.last_modified_of([row]))
+    context.authorize(policies.SHOW)
+    row = context.provider_or_404(uuid)
+    return responses.json_response(
+        view(row), last_modified=responses.last_modified_of([row]))
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
-@wsgi.handler('Delete a resource provider', {204: None})
+@declaration.handler('Delete a resource provider', {204: None})
 def delete_resource_provider(uuid):
-    wsgi.authorize(policies.DELETE)
+    context.authorize(policies.DELETE)
     try:
-        wsgi.write(rp_db.delete, uuid)
+        context.write(rp_db.delete, uuid)
     except rp_db.HasChildren as exc:
         raise errors.Conflict(
             str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
     except rp_db.HasAllocations as exc:
         raise errors.Conflict(str(exc), code=errors.PROVIDER_IN_USE)
-    return wsgi.empty_response()
+    return responses.empty_response()
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
-@wsgi.handler('Update a resource provider', {200: 'ResourceProvider'},
-              body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14})
+@declaration.handler(
+        'Update a resource provider', {200: 'ResourceProvider'},
+        body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14})
 def update_resource_provider(uuid):
-    wsgi.authorize(policies.UPDATE)
-    before = wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.UPDATE)
+    before = context.provider_or_404(uuid)
+    data = declaration.body()
     parent = data.get('parent_provider_uuid', rp_db.KEEP_PARENT)
     try:
-        row = wsgi.write(
+        row = context.write(
             rp_db.update, uuid, data['name'], parent,
             microversion.is_at_least(REPARENT_VERSION))
     except exception.Invalid as exc:
@@ -190,8 +194,8 @@ def update_resource_provider(uuid):
              and row['parent_provider_uuid'] not in (
                  None, before['parent_provider_uuid']))
     if not moved:
-        return wsgi.json_response(
-            view(row), last_modified=wsgi.last_modified_of([row]))
+        return responses.json_response(
+            view(row), last_modified=responses.last_modified_of([row]))
     # Upstream's answer to a move between parents has no Last-Modified,
     # only the Cache-Control that goes with it.
-    return wsgi.json_response(view(row), undated=True)
+    return responses.json_response(view(row), undated=True)

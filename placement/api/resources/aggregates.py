@@ -1,8 +1,10 @@
 """/resource_providers/{uuid}/aggregates: list and replace (1.1+)."""
 import flask
 
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 from placement.db import aggregate as aggregate_db
 from placement.policies import aggregate as policies
 from placement.schemas import aggregate as schema
@@ -21,41 +23,44 @@ def _response(uuids, generation, last_modified):
     body = {'aggregates': uuids}
     if microversion.is_at_least(GENERATION_VERSION):
         body['resource_provider_generation'] = generation
-    return wsgi.json_response(body, last_modified=last_modified)
+    return responses.json_response(body, last_modified=last_modified)
 
 
 def _read(conn, uuid):
-    provider = wsgi.provider_or_404(uuid, conn=conn)
+    provider = context.provider_or_404(uuid, conn=conn)
     return provider, aggregate_db.of_provider(conn, provider['id'])
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@wsgi.handler("List a provider's aggregates", {200: 'ProviderAggregates'},
-              min_version=SINCE)
+@declaration.handler(
+        "List a provider's aggregates", {200: 'ProviderAggregates'},
+        min_version=SINCE)
 def list_aggregates(uuid):
-    wsgi.authorize(policies.LIST)
-    provider, rows = wsgi.read(_read, uuid)
+    context.authorize(policies.LIST)
+    provider, rows = context.read(_read, uuid)
     return _response([row['uuid'] for row in rows], provider['generation'],
-                     wsgi.last_modified_of(rows))
+                     responses.last_modified_of(rows))
 
 
 def _replace(conn, uuid, uuids, expected_generation):
-    provider = wsgi.provider_or_404(uuid, conn=conn)
+    provider = context.provider_or_404(uuid, conn=conn)
     return aggregate_db.replace(conn, provider, uuids, expected_generation)
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@wsgi.handler("Replace a provider's aggregates", {200: 'ProviderAggregates'},
-              min_version=SINCE,
-              body={SINCE: schema.PUT, GENERATION_VERSION: schema.PUT_1_19})
+@declaration.handler(
+        "Replace a provider's aggregates", {200: 'ProviderAggregates'},
+        min_version=SINCE,
+        body={SINCE: schema.PUT, GENERATION_VERSION: schema.PUT_1_19})
 def update_aggregates(uuid):
-    wsgi.authorize(policies.UPDATE)
-    wsgi.provider_or_404(uuid)
-    data = wsgi.body()
+    context.authorize(policies.UPDATE)
+    context.provider_or_404(uuid)
+    data = declaration.body()
     if microversion.is_at_least(GENERATION_VERSION):
         uuids = data['aggregates']
         expected_generation = data['resource_provider_generation']
     else:
         uuids, expected_generation = data, None
-    generation, uuids = wsgi.write(_replace, uuid, uuids, expected_generation)
-    return _response(uuids, generation, wsgi.utcnow())
+    generation, uuids = context.write(
+        _replace, uuid, uuids, expected_generation)
+    return _response(uuids, generation, responses.utcnow())

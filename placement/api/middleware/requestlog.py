@@ -18,7 +18,7 @@ import logging
 
 from oslo_context import context as oslo_context
 
-from placement.api import microversion
+from placement.api.pipeline import microversion
 
 LOG = logging.getLogger('placement.requestlog')
 

@@ -1,14 +1,15 @@
 """GET /: the version document, open to unauthenticated clients."""
 import flask
 
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import declaration
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 
 blueprint = flask.Blueprint('root', __name__)
 
 
 @blueprint.route('/', methods=['GET'])
-@wsgi.handler('The version document', {200: 'Versions'}, accept=False)
+@declaration.handler('The version document', {200: 'Versions'}, accept=False)
 def home():
     version = {
         'id': 'v%s' % microversion.min_version_string(),
@@ -17,5 +18,5 @@ def home():
         'status': 'CURRENT',
         'links': [{'rel': 'self', 'href': ''}],
     }
-    return wsgi.json_response({'versions': [version]},
-                              last_modified=wsgi.utcnow())
+    return responses.json_response({'versions': [version]},
+                                   last_modified=responses.utcnow())

@@ -7,10 +7,12 @@ import uuid as uuidlib
 import flask
 from oslo_utils import uuidutils
 
-from placement.api import claims
-from placement.api import errors
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
+from placement.api.resources import claims
 from placement.db import allocation as alloc_db
 from placement.policies import allocation as policies
 from placement.schemas import allocation as schema
@@ -26,7 +28,7 @@ _CONSUMER_FIELDS = {
     (1, 12): ('project_id', 'user_id'),
     (1, 28): ('project_id', 'user_id', 'consumer_generation'),
     (1, 38): ('project_id', 'user_id', 'consumer_generation',
-             'consumer_type'),
+              'consumer_type'),
 }
 # What GET /resource_providers/{uuid}/allocations tells about each
 # consumer, by version.
@@ -42,10 +44,10 @@ def _listed_resources(allocations):
 
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['GET'])
-@wsgi.handler("A consumer's allocations", {200: 'ConsumerAllocations'})
+@declaration.handler("A consumer's allocations", {200: 'ConsumerAllocations'})
 def show_allocations(consumer_uuid):
-    wsgi.authorize(policies.ALLOC_LIST)
-    rows, consumer = wsgi.read(alloc_db.for_consumer, consumer_uuid)
+    context.authorize(policies.ALLOC_LIST)
+    rows, consumer = context.read(alloc_db.for_consumer, consumer_uuid)
     allocations = {}
     for row in rows:
         allocation = allocations.setdefault(row['provider_uuid'], {
@@ -55,19 +57,19 @@ def show_allocations(consumer_uuid):
     if consumer is not None:
         for field in microversion.by_version(_CONSUMER_FIELDS):
             body[field] = consumer[field]
-    return wsgi.json_response(
-        body, last_modified=wsgi.last_modified_of(rows))
+    return responses.json_response(
+        body, last_modified=responses.last_modified_of(rows))
 
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['PUT'])
-@wsgi.handler("Replace a consumer's allocations", {204: None},
-              body=schema.PUT)
+@declaration.handler("Replace a consumer's allocations", {204: None},
+                     body=schema.PUT)
 def set_allocations(consumer_uuid):
-    wsgi.authorize(policies.ALLOC_UPDATE)
+    context.authorize(policies.ALLOC_UPDATE)
     if not uuidutils.is_uuid_like(consumer_uuid):
         raise errors.BadRequest('Malformed consumer_uuid: %s' % consumer_uuid)
     consumer_uuid = str(uuidlib.UUID(consumer_uuid))
-    body = wsgi.body()
+    body = declaration.body()
     resources = microversion.by_version(
         {(1, 0): _listed_resources, (1, 12): claims.keyed_resources}
     )(body['allocations'])
@@ -78,15 +80,16 @@ def set_allocations(consumer_uuid):
             'allocate: %s'):
         claims.write_retrying(alloc_db.write, [
             claims.consumer_request(consumer_uuid, body, resources)])
-    return wsgi.empty_response(204)
+    return responses.empty_response(204)
 
 
 @blueprint.route('/allocations', methods=['POST'])
-@wsgi.handler('Replace the allocations of several consumers', {204: None},
-              min_version=MANY_CONSUMERS_VERSION, body=schema.POST)
+@declaration.handler(
+        'Replace the allocations of several consumers', {204: None},
+        min_version=MANY_CONSUMERS_VERSION, body=schema.POST)
 def set_many_allocations():
-    wsgi.authorize(policies.ALLOC_MANAGE)
-    body = wsgi.body()
+    context.authorize(policies.ALLOC_MANAGE)
+    body = declaration.body()
     requests = [
         claims.consumer_request(consumer_uuid, entry,
                                 claims.keyed_resources(entry['allocations']))
@@ -95,29 +98,30 @@ def set_many_allocations():
                              'Inventory and/or allocations changed while '
                              'attempting to allocate: %s'):
         claims.write_retrying(alloc_db.write, requests)
-    return wsgi.empty_response(204)
+    return responses.empty_response(204)
 
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['DELETE'])
-@wsgi.handler("Delete a consumer's allocations", {204: None})
+@declaration.handler("Delete a consumer's allocations", {204: None})
 def delete_allocations(consumer_uuid):
-    wsgi.authorize(policies.ALLOC_DELETE)
-    wsgi.write(alloc_db.delete_for_consumer, consumer_uuid)
-    return wsgi.empty_response(204)
+    context.authorize(policies.ALLOC_DELETE)
+    context.write(alloc_db.delete_for_consumer, consumer_uuid)
+    return responses.empty_response(204)
 
 
 def _provider_allocations(conn, provider_uuid):
-    provider = wsgi.provider_or_404(
+    provider = context.provider_or_404(
         provider_uuid, "Resource provider '%(uuid)s' not found: %(error)s",
         conn)
     return provider, alloc_db.for_provider(conn, provider['id'])
 
 
 @blueprint.route('/resource_providers/<uuid>/allocations', methods=['GET'])
-@wsgi.handler('Allocations against a provider', {200: 'ProviderAllocations'})
+@declaration.handler(
+        'Allocations against a provider', {200: 'ProviderAllocations'})
 def list_provider_allocations(uuid):
-    wsgi.authorize(policies.RP_ALLOC_LIST)
-    provider, rows = wsgi.read(_provider_allocations, uuid)
+    context.authorize(policies.RP_ALLOC_LIST)
+    provider, rows = context.read(_provider_allocations, uuid)
     fields = microversion.by_version(_PROVIDER_CONSUMER_FIELDS)
     allocations = {}
     for row in rows:
@@ -127,7 +131,7 @@ def list_provider_allocations(uuid):
                 'resources': {}}
             allocation.update((field, row[field]) for field in fields)
         allocation['resources'][row['resource_class']] = row['used']
-    return wsgi.json_response(
+    return responses.json_response(
         {'allocations': allocations,
          'resource_provider_generation': provider['generation']},
-        last_modified=wsgi.last_modified_of(rows))
+        last_modified=responses.last_modified_of(rows))

@@ -17,8 +17,11 @@ import microversion_parse
 
 from placement import candidates
 from placement import querylang
-from placement.api import microversion
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import inputs
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
 from placement.candidates import explain
 from placement.policies import explain as policies
 from placement.schemas import allocation_candidate as schema
@@ -50,13 +53,14 @@ def _latest_by_default(view):
 
 @blueprint.route(PATH, methods=['GET'])
 @_latest_by_default
-@wsgi.handler('Explain which allocation candidates a query finds, and why '
-              'not more (extension, admin only)', {200: 'Explanation'},
-              min_version=querylang.MIN_VERSION, query=schema.GET)
+@declaration.handler(
+        'Explain which allocation candidates a query finds, and why not '
+        'more (extension, admin only)', {200: 'Explanation'},
+        min_version=querylang.MIN_VERSION, query=schema.GET)
 def explain_allocation_candidates():
-    wsgi.authorize(policies.EXPLAIN)
-    request = querylang.parse(wsgi.query_pairs(), microversion.current())
-    settings = candidates.Settings.from_conf(wsgi.conf())
-    explanation = wsgi.read(explain.explain, request, settings)
-    return wsgi.json_response(dict(
+    context.authorize(policies.EXPLAIN)
+    request = querylang.parse(inputs.query_pairs(), microversion.current())
+    settings = candidates.Settings.from_conf(context.conf())
+    explanation = context.read(explain.explain, request, settings)
+    return responses.json_response(dict(
         explanation.as_dict(), microversion=str(microversion.current())))

@@ -6,9 +6,11 @@ import contextlib
 import flask
 
 from placement import exception
-from placement.api import claims
-from placement.api import errors
-from placement.api import wsgi
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import errors
+from placement.api.pipeline import responses
+from placement.api.resources import claims
 from placement.db import inventory as inventory_db
 from placement.db import reshaper as reshaper_db
 from placement.policies import reshaper as policies
@@ -36,11 +38,12 @@ def _reshape_errors():
 
 
 @blueprint.route('/reshaper', methods=['POST'])
-@wsgi.handler('Move inventories and allocations between providers at once',
-              {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE)
+@declaration.handler(
+        'Move inventories and allocations between providers at once',
+        {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE)
 def reshape():
-    wsgi.authorize(policies.RESHAPE)
-    body = wsgi.body()
+    context.authorize(policies.RESHAPE)
+    body = declaration.body()
     # A record whose name is no resource class name went unvalidated (it
     # may not even be an object): that name is refused as unknown in turn.
     inventories = {
@@ -65,4 +68,4 @@ def reshape():
         with _reshape_errors():
             claims.write_retrying(
                 reshaper_db.reshape, inventories, requests)
-    return wsgi.empty_response(204)
+    return responses.empty_response(204)

@@ -9,7 +9,7 @@ from keystoneauth1 import exceptions as ksa_exceptions
 from keystonemiddleware import auth_token
 import webob.exc
 
-from placement.api import errors
+from placement.api.pipeline import errors
 
 LOG = logging.getLogger(__name__)
 NOAUTH2 = 'noauth2'

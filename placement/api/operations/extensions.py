@@ -12,10 +12,10 @@ API request behaves as upstream's.
 """
 from werkzeug import exceptions as http_exceptions
 
-from placement.api import errors
-from placement.api import health
-from placement.api import metrics
-from placement.api import openapi
+from placement.api.operations import health
+from placement.api.operations import metrics
+from placement.api.operations import openapi
+from placement.api.pipeline import errors
 
 _METHODS = ('GET', 'HEAD')
 

@@ -1,0 +1,1 @@
+"""Operator endpoints beside the API: health, OpenAPI, metrics."""

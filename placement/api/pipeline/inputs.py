@@ -1,0 +1,124 @@
+"""Request hygiene: the JSON body and the query string as the API reads
+them, refusing what no backend stores the same way (NUL, unpaired
+surrogates), what JSON forbids, and nesting no request needs.
+"""
+import json
+import math
+
+import flask
+
+from placement import validation
+from placement.api.pipeline import errors
+
+NUL_NOT_ALLOWED = 'Invalid input: NUL characters are not allowed.'
+
+
+SURROGATE_NOT_ALLOWED = ('Invalid input: unpaired UTF-16 surrogates are not '
+                         'allowed.')
+
+
+# The deepest body of the API (POST /allocations, /reshaper) has five
+# levels; this leaves room while keeping validation well within Python's
+# recursion limit.
+MAX_JSON_DEPTH = 32
+
+
+_TOO_DEEP = ('Malformed JSON: nested more than %d levels deep'
+             % MAX_JSON_DEPTH)
+
+
+def json_body(schema):
+    """The request's JSON document, validated against ``schema``.
+
+    What JSON forbids (NaN, Infinity, numbers no float holds) and what
+    no column can store the same way on every backend (NUL, unpaired
+    UTF-16 surrogates) is refused, as are documents nested deeper than
+    any request body of the API can be.
+    """
+    raw = flask.request.get_data(cache=True)
+    try:
+        data = json.loads(raw, parse_constant=_not_a_json_number,
+                          parse_float=_finite_float)
+    except RecursionError:
+        raise errors.BadRequest(_TOO_DEEP)
+    except ValueError as exc:
+        raise errors.BadRequest('Malformed JSON: %s' % exc)
+    _check_document(data)
+    validate(data, schema)
+    return data
+
+
+def _not_a_json_number(name):
+    raise ValueError('%s is not a JSON number' % name)
+
+
+def _finite_float(text):
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError('number %s is out of range' % text)
+    return number
+
+
+def _check_document(document):
+    """Refuse NUL, unpaired surrogates and excessive nesting anywhere in a
+    JSON document, without recursing.
+    """
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise errors.BadRequest(_TOO_DEEP)
+        if isinstance(value, dict):
+            for key in value:
+                _check_text(key)
+            value = value.values()
+        pending.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text):
+    if '\x00' in text:
+        raise errors.BadRequest(NUL_NOT_ALLOWED)
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        raise errors.BadRequest(SURROGATE_NOT_ALLOWED) from None
+
+
+def validate(data, schema):
+    """Check a body-like document against ``schema`` (BadInput)."""
+    validation.check(data, schema)
+
+
+def query_pairs():
+    """The query string's (key, value) pairs, in order, repeats included."""
+    return list(flask.request.args.items(multi=True))
+
+
+def query(schema):
+    """The query string as a dict (a repeated key keeps its last value),
+    validated against ``schema``.
+    """
+    return validation.check_query(query_pairs(), schema)
+
+
+QUERY_NOT_UTF8 = 'Invalid query string: it is not UTF-8.'
+
+
+def check_url(request):
+    """Refuse a query string of raw bytes that are not UTF-8 (werkzeug
+    decodes them strictly; percent-encoded ones become U+FFFD), and a NUL
+    anywhere in the URL: no backend stores one.
+    """
+    try:
+        args = request.args
+    except UnicodeDecodeError:
+        raise errors.BadRequest(QUERY_NOT_UTF8)
+    if '\x00' in request.path or any(
+            '\x00' in key or '\x00' in value
+            for key, value in args.items(multi=True)):
+        raise errors.BadRequest(NUL_NOT_ALLOWED)

@@ -1,0 +1,55 @@
+"""Usages of one provider, and totals of a project (and user)."""
+import flask
+
+from placement.api.pipeline import context
+from placement.api.pipeline import declaration
+from placement.api.pipeline import microversion
+from placement.api.pipeline import responses
+from placement.db import usage as usage_db
+from placement.policies import usage as policies
+from placement.schemas import usage as schema
+
+blueprint = flask.Blueprint('usages', __name__)
+
+# Totals grouped by consumer type.
+CONSUMER_TYPE_VERSION = (1, 38)
+# GET /usages exists from 1.9.
+TOTALS_VERSION = (1, 9)
+
+
+def _response(body):
+    # Usages are the answer to "what is used now?": dated now.
+    return responses.json_response(body, last_modified=responses.utcnow())
+
+
+@blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
+@declaration.handler("A provider's usages", {200: 'ProviderUsages'})
+def provider_usages(uuid):
+    context.authorize(policies.PROVIDER_USAGES)
+    provider = context.provider_or_404(
+        uuid, 'No resource provider with uuid %(uuid)s found: %(error)s')
+    usages = context.read(usage_db.by_provider, provider['id'])
+    return _response({'resource_provider_generation': provider['generation'],
+                      'usages': usages})
+
+
+@blueprint.route('/usages', methods=['GET'])
+@declaration.handler("Usages of a project's (and user's) consumers",
+                     {200: 'Usages'}, min_version=TOTALS_VERSION,
+                     query={TOTALS_VERSION: schema.QUERY,
+                            CONSUMER_TYPE_VERSION: schema.QUERY_V1_38})
+def total_usages():
+    # The rule is about the project asked for (the last one, if repeated,
+    # as for every parameter), and is checked before the query is.
+    asked = flask.request.args.getlist('project_id')
+    context.authorize(policies.TOTAL_USAGES,
+                      target={'project_id': asked[-1] if asked else None})
+    params = declaration.params()
+    if microversion.is_at_least(CONSUMER_TYPE_VERSION):
+        usages = context.read(
+            usage_db.by_consumer_type, params['project_id'],
+            params.get('user_id'), params.get('consumer_type'))
+    else:
+        usages = context.read(usage_db.by_project, params['project_id'],
+                              params.get('user_id'))
+    return _response({'usages': usages})
