@@ -9,13 +9,15 @@ renders errors (placement.api.pipeline).
 import http
 
 import flask
+from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_middleware import cors as cors_middleware
 from oslo_middleware import request_id as request_id_middleware
+import sqlalchemy as sa
 from werkzeug import exceptions as http_exceptions
 
 from placement import policy
-from placement.api import database
+from placement.api import replica_routes
 from placement.api import routes
 from placement.api.middleware import auth
 from placement.api.middleware import requestlog
@@ -26,9 +28,11 @@ from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
 from placement.db import engine as db_engine
 from placement.db import migration
+from placement.db import session
 
 
-def create_app(conf, engine=None):
+def create_app(conf: cfg.ConfigOpts,
+               engine: sa.engine.Engine | None = None) -> '_DefaultAccept':
     """Build the full WSGI pipeline for one configuration."""
     if engine is None:
         engine = db_engine.create_engine(conf)
@@ -67,12 +71,29 @@ def _flask_app(conf, engine):
     app.url_map.redirect_defaults = False
     for blueprint in routes.BLUEPRINTS:
         app.register_blueprint(blueprint)
-    app.config['PLACEMENT_DATABASE'] = database.Database.from_conf(
-        conf, engine, app.url_map, on_replica_check=metrics.replica_checked)
+    _add_database(app, conf, engine)
     app.before_request(_before_request)
     app.after_request(_after_request)
     errors.register(app)
     return app
+
+
+def _add_database(app, conf, engine):
+    """The database requests reach through placement.api.pipeline.context:
+    the primary ``engine``, synced with the standard classes and traits
+    on first use, and the replica, when one is configured, for the
+    requests of ``replica_routes``; reads counted in the metrics."""
+    rules = replica_routes.replica_rules(
+        conf.placement_database.replica_routes, app.url_map)
+    replica = None
+    if rules:
+        replica = session.open_replica(
+            conf, engine, on_check=metrics.replica_checked)
+    app.config.update(
+        PLACEMENT_REPLICA_RULES=rules,
+        PLACEMENT_DATABASE=session.Database(
+            engine, replica, sync_standard=True,
+            on_read=metrics.database_read))
 
 
 def _before_request():

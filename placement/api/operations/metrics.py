@@ -24,12 +24,15 @@ and gunicorn should call ``child_exit`` from its ``child_exit`` hook so
 that the pool gauges of a dead worker go away. Without the variable, a
 scrape reports the answering process only.
 """
+from collections.abc import Callable
 import ipaddress
 import logging
 import math
 import os
 import time
+from typing import Any
 
+from oslo_config import cfg
 import prometheus_client
 from prometheus_client import core as prometheus_core
 from prometheus_client import exposition
@@ -39,12 +42,17 @@ from sqlalchemy import event
 import sqlalchemy.exc
 import webob
 from werkzeug import exceptions as http_exceptions
+from werkzeug import routing
 
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
 from placement.db import capacity_metrics
+from placement.db import replica as replica_db
+from placement.db import session
 
 LOG = logging.getLogger(__name__)
+
+WSGIApp = Callable[..., Any]
 
 MULTIPROC_DIR_ENV = 'PROMETHEUS_MULTIPROC_DIR'
 # Label value for a request without a matching rule or a parsed version.
@@ -112,17 +120,22 @@ REPLICA_USABLE = prometheus_client.Gauge(
     registry=_REGISTRY, multiprocess_mode='livemostrecent')
 
 
-def replica_checked(check):
+def database_read(server: str) -> None:
+    """placement.db.session.Database ``on_read`` hook."""
+    DATABASE_READS.labels(server).inc()
+
+
+def replica_checked(check: replica_db.Check) -> None:
     """placement.db.replica.Replica ``on_check`` hook."""
     REPLICA_LAG.set(math.nan if check.lag is None else check.lag)
     REPLICA_USABLE.set(1 if check.healthy else 0)
 
 
-def multiprocess_dir():
+def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_DIR_ENV) or None
 
 
-def child_exit(_server, worker):
+def child_exit(_server: Any, worker: Any) -> None:
     """gunicorn ``child_exit`` hook: forget a dead worker's gauges."""
     if multiprocess_dir():
         multiprocess.mark_process_dead(worker.pid)
@@ -136,18 +149,19 @@ class candidate_generation:
             generation.found(len(result.candidates))
     """
 
-    def __enter__(self):
+    def __enter__(self) -> 'candidate_generation':
         self._start = time.perf_counter()
         return self
 
-    def found(self, count):
+    def found(self, count: int) -> None:
         CANDIDATES_RETURNED.observe(count)
 
-    def __exit__(self, *_exc):
+    def __exit__(self, *_exc: object) -> None:
         CANDIDATE_SECONDS.observe(time.perf_counter() - self._start)
 
 
-def instrument(app, url_map, engine):
+def instrument(app: WSGIApp, url_map: routing.Map,
+               engine: sqlalchemy.engine.Engine) -> WSGIApp:
     """Wrap the API pipeline ``app`` to measure its requests, and count
     the connections ``engine`` hands out.
     """
@@ -221,7 +235,8 @@ def _checked_in(_dbapi_connection, _record):
 class Endpoint:
     """GET [metrics]path: the metrics, to clients of allowed networks."""
 
-    def __init__(self, conf, engine):
+    def __init__(self, conf: cfg.ConfigOpts,
+                 engine: sqlalchemy.engine.Engine) -> None:
         self._networks = allowed_networks(conf.metrics.allowed_networks)
         self._database = _DatabaseCollector(engine)
 
@@ -258,7 +273,8 @@ class Endpoint:
         return registry
 
 
-def allowed_networks(cidrs):
+def allowed_networks(cidrs: list[str]) -> list[
+        ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """[metrics]allowed_networks as ip_network objects; a bad entry stops
     the service from starting (ValueError naming it).
     """
@@ -288,12 +304,11 @@ class _DatabaseCollector:
     )
 
     def __init__(self, engine):
-        self._engine = engine
+        self._database = session.Database(engine)
 
     def collect(self):
         try:
-            with self._engine.connect() as conn:
-                rows = capacity_metrics.by_resource_class(conn)
+            rows = self._database.read(capacity_metrics.by_resource_class)
         except sqlalchemy.exc.SQLAlchemyError as exc:
             LOG.warning('Metrics: cannot read capacity: %s', exc)
             rows = None
