@@ -8,38 +8,43 @@ from placement.cmd import operator_commands
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import online_migrations
+from placement.db import session
 
 
-def _sync(conf, engine):
-    migration.upgrade(engine)
+def _sync(conf, database):
+    migration.upgrade(database.engine)
     return 0
 
 
-def _version(conf, engine):
-    print(migration.current_revision(engine))
+def _version(conf, database):
+    print(migration.current_revision(database.engine))
     return 0
 
 
-def _stamp(conf, engine):
-    migration.stamp(engine, conf.command.version)
+def _stamp(conf, database):
+    migration.stamp(database.engine, conf.command.version)
     return 0
 
 
-def _online_data_migrations(conf, engine):
-    batch = conf.command.max_count
-    incomplete = conf.placement
-    with engine.begin() as connection:
-        results = [
-            ('set_root_provider_ids',
-             online_migrations.set_root_provider_ids(connection, batch)),
-            ('create_incomplete_consumers',
-             online_migrations.create_incomplete_consumers(
-                 connection, incomplete.incomplete_consumer_project_id,
-                 incomplete.incomplete_consumer_user_id, batch)),
-        ]
+def _online_data_migrations(conf, database):
+    results = database.write(_migrate_online, conf)
     for name, count in results:
         print('%s: %d row(s) migrated' % (name, count))
     return 0
+
+
+def _migrate_online(connection, conf):
+    """Each online data migration's name and the rows it migrated."""
+    batch = conf.command.max_count
+    incomplete = conf.placement
+    return [
+        ('set_root_provider_ids',
+         online_migrations.set_root_provider_ids(connection, batch)),
+        ('create_incomplete_consumers',
+         online_migrations.create_incomplete_consumers(
+             connection, incomplete.incomplete_consumer_project_id,
+             incomplete.incomplete_consumer_user_id, batch)),
+    ]
 
 
 def _add_db_commands(subparsers):
@@ -66,7 +71,7 @@ def _add_commands(subparsers):
     operator_commands.add_commands(subparsers)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     command = cfg.SubCommandOpt('command', title='Command',
                                 handler=_add_commands)
     conf = placement_conf.load_config(
@@ -83,7 +88,7 @@ def main(argv=None):
         print('placement-manage: %s' % exc, file=sys.stderr)
         return 1
     try:
-        return func(conf, engine)
+        return func(conf, session.Database(engine))
     finally:
         engine.dispose()
 

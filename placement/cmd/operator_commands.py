@@ -7,6 +7,7 @@
     inconsistent data (placement.db.audit). Exit status: 0 nothing found,
     1 something found (and, with --fix, repaired where it can be), 2 error.
 """
+import argparse
 import json
 import sys
 import urllib.parse
@@ -20,12 +21,11 @@ from placement import querylang
 from placement import versions
 from placement.candidates import explain
 from placement.db import audit
-from placement.db import engine as db_engine
 
 OK, FOUND, ERROR = 0, 1, 2
 
 
-def add_commands(subparsers):
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
         'candidates', help='Allocation candidates tools (extension).')
     commands = group.add_subparsers(title='subcommands',
@@ -67,7 +67,7 @@ def _fail(message):
 # -- candidates explain ----------------------------------------------------
 
 
-def _explain(conf, engine):
+def _explain(conf, database):
     query = conf.command.query
     query = query.split('?', 1)[1] if '?' in query else query
     try:
@@ -80,9 +80,8 @@ def _explain(conf, engine):
     except exception.BadInput as exc:
         return _fail(str(exc))
     try:
-        with engine.connect() as conn:
-            explanation = explain.explain(
-                conn, request, candidates.Settings.from_conf(conf))
+        explanation = database.read(
+            explain.explain, request, candidates.Settings.from_conf(conf))
     except exception.Invalid as exc:
         return _fail(str(exc))
     except sa.exc.DBAPIError as exc:
@@ -97,7 +96,7 @@ def _explain(conf, engine):
 # -- audit -----------------------------------------------------------------
 
 
-def _audit(conf, engine):
+def _audit(conf, database):
     existing = None
     if conf.command.consumers:
         try:
@@ -105,7 +104,7 @@ def _audit(conf, engine):
         except (OSError, ValueError) as exc:
             return _fail(str(exc))
     try:
-        return _run_audit(engine, existing, conf.command.fix)
+        return _run_audit(database, existing, conf.command.fix)
     except sa.exc.DBAPIError as exc:
         return _fail('database error: %s' % exc.orig)
 
@@ -134,13 +133,8 @@ def _read_consumers(path):
     return uuids
 
 
-def _run_audit(engine, existing, fix):
-    with engine.connect() as conn:
-        over = audit.over_capacity(conn)
-        uninventoried = audit.allocations_without_inventory(conn)
-        empty = audit.empty_consumers(conn)
-        orphans = ([] if existing is None
-                   else audit.orphaned_consumers(conn, existing))
+def _run_audit(database, existing, fix):
+    over, uninventoried, empty, orphans = database.read(_find, existing)
     for item in over:
         print('over capacity: %s (%s) %s: used %d, capacity %d (total %d, '
               'reserved %d, ratio %s)' % (
@@ -170,11 +164,23 @@ def _run_audit(engine, existing, fix):
                  'orphaned consumer') for c in orphans]
                + [(audit.delete_empty_consumer, c, 'empty consumer')
                   for c in empty])
-    fixed = sum(_repair(engine, *repair) for repair in repairs)
+    fixed = sum(_repair(database, *repair) for repair in repairs)
     print('audit: %d finding(s), %d fixed, %d skipped; over-capacity and '
           'missing-inventory findings are only reported'
           % (found, fixed, len(repairs) - fixed))
     return FOUND
+
+
+def _find(conn, existing):
+    """What the audit reports, read in one go: over-capacity providers,
+    allocations without inventory, empty and orphaned consumers (those
+    not in ``existing``; none when it is None)."""
+    over = audit.over_capacity(conn)
+    uninventoried = audit.allocations_without_inventory(conn)
+    empty = audit.empty_consumers(conn)
+    orphans = ([] if existing is None
+               else audit.orphaned_consumers(conn, existing))
+    return over, uninventoried, empty, orphans
 
 
 def _consumer_text(consumer):
@@ -194,14 +200,10 @@ def _allocations_text(consumer):
                      for provider, amounts in by_provider.items())
 
 
-def _repair(engine, delete, consumer, what):
+def _repair(database, delete, consumer, what):
     """Run one repair in its own transaction; whether it was done."""
-    def attempt():
-        with engine.begin() as conn:
-            db_engine.claim_write_lock(conn)
-            delete(conn, consumer)
     try:
-        db_engine.retry_on_transient(attempt)
+        database.write(delete, consumer)
     except exception.ConcurrentUpdate:
         print('skipped: %s %s changed since the audit; run it again'
               % (what, consumer.uuid))

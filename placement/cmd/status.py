@@ -8,20 +8,20 @@ import sqlalchemy as sa
 
 from placement import conf as placement_conf
 from placement.db import engine as db_engine
+from placement.db import session
 from placement.db import tables
 
 
 class Checks(upgradecheck.UpgradeCommands):
     """The checks upstream's placement-status runs, on this schema."""
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
 
     def _count(self, query):
         engine = db_engine.create_engine(self.conf)
         try:
-            with engine.connect() as connection:
-                return connection.execute(query).scalar()
+            return session.Database(engine).read(_scalar, query)
         finally:
             engine.dispose()
 
@@ -60,7 +60,11 @@ class Checks(upgradecheck.UpgradeCommands):
     )
 
 
-def main(argv=None):
+def _scalar(connection, query):
+    return connection.execute(query).scalar()
+
+
+def main(argv: list[str] | None = None) -> int:
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
     return upgradecheck.main(

@@ -2,6 +2,11 @@
 
 The alembic scripts live in ``<repo>/alembic`` in a source checkout and are
 shipped as package data in ``placement/db/migrations`` by a regular install.
+
+Migrations begin their own transactions instead of writing through the
+unit of work (placement.db.session): it first claims SQLite's write lock
+with an UPDATE of resource_providers, a table a new database does not
+have yet. Concurrent upgraders queue for the migration lock instead.
 """
 
 import contextlib
@@ -13,6 +18,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic import config as alembic_config
 from placement.db import engine as db_engine
+from placement.db import session
 
 _PG_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
 _LOCK_TIMEOUT = 600  # seconds
@@ -21,7 +27,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 _CANDIDATES = (_HERE / 'migrations', _HERE.parent.parent / 'alembic')
 
 
-def upgrade(engine, revision='head'):
+def upgrade(engine: sa.engine.Engine, revision: str = 'head') -> None:
     """Migrate the schema to ``revision``.
 
     Existing upstream databases are adopted in place: the revision ids are
@@ -36,20 +42,18 @@ def upgrade(engine, revision='head'):
     db_engine.retry_on_transient(lambda: _migrate(engine, revision))
 
 
-def stamp(engine, revision):
+def stamp(engine: sa.engine.Engine, revision: str) -> None:
     """Record ``revision`` as current without running any migration."""
     with engine.begin() as connection:
         command.stamp(_config(connection), revision)
 
 
-def current_revision(engine):
+def current_revision(engine: sa.engine.Engine) -> str | None:
     """The database's alembic revision, or None if it was never migrated."""
-    with engine.connect() as connection:
-        context = alembic_migration.MigrationContext.configure(connection)
-        return context.get_current_revision()
+    return session.Database(engine).read(_revision)
 
 
-def script_location():
+def script_location() -> pathlib.Path:
     """Directory holding env.py and versions/ for this installation."""
     for path in _CANDIDATES:
         # The repo-relative candidate is site-packages/alembic in a regular
@@ -58,6 +62,11 @@ def script_location():
             return path
     raise RuntimeError('placement migration scripts not found in any of: '
                        + ', '.join(map(str, _CANDIDATES)))
+
+
+def _revision(connection):
+    context = alembic_migration.MigrationContext.configure(connection)
+    return context.get_current_revision()
 
 
 def _migrate(engine, revision):
