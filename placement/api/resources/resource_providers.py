@@ -13,10 +13,8 @@ from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
 from placement.api.pipeline import responses
 from placement.candidates import names as naming
-from placement.candidates import request as candidates_request
 from placement.db import resource_provider as rp_db
 from placement.policies import resource_provider as policies
-from placement.schemas import allocation_candidate as candidate_schema
 from placement.schemas import resource_provider as schema
 
 blueprint = flask.Blueprint('resource_providers', __name__)
@@ -109,20 +107,9 @@ def list_resource_providers():
     context.authorize(policies.LIST)
     params = declaration.params()
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
-    version = microversion.current()
-    pairs = inputs.query_pairs()
-    # Parsed in upstream's order, which decides the error reported first.
-    group = candidates_request.Group(in_tree=params.get('in_tree'))
-    if 'member_of' in params:
-        group.member_of, group.forbidden_aggs = querylang.member_of(
-            querylang.values_of(pairs, 'member_of'), version)
-    if 'required' in params:
-        group.required, group.forbidden = querylang.required_traits(
-            querylang.values_of(pairs, 'required'), version)
-    if 'resources' in params:
-        group.resources = querylang.resources(params['resources'])
-    filtered = any(key in params for key in candidate_schema.GROUP_KEYS)
-    rows = context.read(_list, filters, group if filtered else None)
+    group = querylang.provider_filter(
+        inputs.query_pairs(), microversion.current())
+    rows = context.read(_list, filters, group)
     return responses.json_response(
         {'resource_providers': list(map(viewer(), rows))},
         last_modified=responses.last_modified_of(rows))
