@@ -39,9 +39,12 @@ class Invalid(PlacementError):
     pass
 
 
-# Upstream's words for a write that lost a race with another one.
-DATA_CHANGED = ('Another thread concurrently updated the data. Please retry '
-                'your update')
+# Upstream's words for a write that lost a race with another one, as
+# they name what changed.
+_CHANGED = ('Another thread concurrently updated the %s. Please retry '
+            'your update')
+DATA_CHANGED = _CHANGED % 'data'
+PROVIDER_CHANGED = _CHANGED % 'resource provider data'
 
 
 class ConcurrentUpdate(PlacementError):

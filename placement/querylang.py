@@ -6,9 +6,10 @@ candidates query string into a ``candidates.request.Request``: it checks
 them against the version's JSON schema, then parses request-wide
 parameters, the groups in query-string order and the cross-group rules,
 raising ``exception.BadInput`` with upstream's message (and error code)
-for the first thing wrong, in upstream's order. The value parsers below
-it serve GET /resource_providers too. Nothing here touches the database:
-whether a trait or resource class exists is the caller's business.
+for the first thing wrong, in upstream's order. ``provider_filter(pairs,
+version)`` does the same for the filters of GET /resource_providers, with
+the same value parsers. Nothing here touches the database: whether a
+trait or resource class exists is the caller's business.
 
 The syntax grew with microversions; the ``*_VERSION`` constants say when.
 Versions are (major, minor) tuples.
@@ -106,6 +107,34 @@ def parse(pairs: Iterable[tuple[str, str]],
 def values_of(pairs: Iterable[tuple[str, str]], key: str) -> list[str]:
     """Every value ``key`` has in ``pairs``, in order."""
     return [value for name, value in pairs if name == key]
+
+
+def provider_filter(pairs: Iterable[tuple[str, str]],
+                    version: tuple[int, int]) -> model.Group | None:
+    """The group of GET /resource_providers' filters that
+    ``candidates.matching_providers`` decides (``resources``,
+    ``required``, ``member_of``, ``in_tree``), or None when the query
+    string has none of them.
+
+    ``pairs`` are its (key, value) pairs in order, already checked
+    against the version's query schema. They are parsed in upstream's
+    order, which decides the error reported first.
+    """
+    pairs = list(pairs)
+    keys = {key for key, _value in pairs}
+    if keys.isdisjoint(schema.GROUP_KEYS):
+        return None
+    in_tree = values_of(pairs, 'in_tree')
+    group = model.Group(in_tree=in_tree[-1] if in_tree else None)
+    if 'member_of' in keys:
+        group.member_of, group.forbidden_aggs = member_of(
+            values_of(pairs, 'member_of'), version)
+    if 'required' in keys:
+        group.required, group.forbidden = required_traits(
+            values_of(pairs, 'required'), version)
+    if 'resources' in keys:
+        group.resources = resources(values_of(pairs, 'resources')[-1])
+    return group
 
 
 def _request(pairs, version):

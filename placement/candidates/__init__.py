@@ -127,8 +127,8 @@ def matching_providers(conn: sa.Connection,
     of ``forbidden_aggs``, in the tree of ``in_tree``. Without filters,
     every provider.
 
-    Raises names.Unknown (``resource_class`` tells which kind) for the
-    classes or traits that do not exist, as upstream reports them.
+    Raises names.UnknownTrait or names.UnknownResourceClass for the
+    traits or classes that do not exist, as upstream reports them.
     """
     request = request_model.Request(groups=[group])
     names = sql.lookup(conn, *naming.names_mentioned(request))

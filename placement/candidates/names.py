@@ -58,12 +58,20 @@ def ids(names: Iterable[str], known: dict[str, int]) -> frozenset[int]:
     return frozenset(known[name] for name in names if name in known)
 
 
+# How a request with an unknown resource class is refused (a prefix).
+UNKNOWN_CLASS_REFUSED = 'Invalid resource class in resources parameter: '
+
+
 class Unknown(exception.NotFound):
     """A resource class or trait the request names does not exist."""
 
-    def __init__(self, message: str, resource_class: bool = False) -> None:
-        super().__init__(message)
-        self.resource_class = resource_class
+
+class UnknownResourceClass(Unknown):
+    pass
+
+
+class UnknownTrait(Unknown):
+    pass
 
 
 def first_unknown_name(request: model.Request, names: sql.Names
@@ -113,18 +121,16 @@ def unknown_listed(group: model.Group, names: sql.Names) -> Unknown | None:
 def _first_unknown_class(group, names):
     for rc in group.resources:
         if rc not in names.classes:
-            return Unknown('No such resource class %s.' % rc,
-                           resource_class=True)
+            return UnknownResourceClass('No such resource class %s.' % rc)
     return None
 
 
 def _no_trait(name):
-    return Unknown('No such trait(s): %s.' % name)
+    return UnknownTrait('No such trait(s): %s.' % name)
 
 
 def refusal(unknown: Unknown) -> exception.Invalid:
     """The 400 upstream answers for an Unknown name (exception.Invalid)."""
-    if unknown.resource_class:
-        return exception.Invalid(
-            'Invalid resource class in resources parameter: %s' % unknown)
+    if isinstance(unknown, UnknownResourceClass):
+        return exception.Invalid(UNKNOWN_CLASS_REFUSED + str(unknown))
     return exception.Invalid(str(unknown))

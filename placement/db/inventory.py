@@ -42,6 +42,16 @@ class NoSuchInventory(exception.NotFound):
     """The provider has no inventory of a (known) resource class."""
 
 
+class InvalidInventory(exception.Invalid):
+    """An inventory record nothing could be allocated from; upstream's
+    answer names the provider (``provider_uuid``) as stored.
+    """
+
+    def __init__(self, provider_uuid, message):
+        super().__init__(message)
+        self.provider_uuid = provider_uuid
+
+
 def with_defaults(fields):
     """The record of ``fields`` (a request body may carry other keys),
     those left out set to their defaults.
@@ -66,7 +76,8 @@ def record_capacity(record):
 
 def check_record(provider_uuid, resource_class, record,
                  reserved_may_equal_total):
-    """Raise Invalid unless the inventory leaves something to allocate.
+    """Raise InvalidInventory unless the inventory leaves something to
+    allocate.
 
     Before microversion 1.26 a capacity of zero is refused too, so
     ``reserved_may_equal_total`` is the request's version being >= 1.26.
@@ -81,14 +92,15 @@ def check_record(provider_uuid, resource_class, record,
         if usable > 0:
             return
         problem = 'greater than or equal to total'
-    raise exception.Invalid(
+    raise InvalidInventory(provider_uuid, (
         "Invalid inventory for '%s' on resource provider '%s'. The reserved "
-        "value is %s." % (resource_class, provider_uuid, problem))
+        "value is %s." % (resource_class, provider_uuid, problem)))
 
 
 def check_units(provider_uuid, resource_class, record):
-    """Raise Invalid if no amount meets min_unit, max_unit and step_size
-    at once (upstream stores such an inventory; nothing can use it).
+    """Raise InvalidInventory if no amount meets min_unit, max_unit and
+    step_size at once (upstream stores such an inventory; nothing can use
+    it).
     """
     low, high, step = (record['min_unit'], record['max_unit'],
                        record['step_size'])
@@ -99,10 +111,10 @@ def check_units(provider_uuid, resource_class, record):
                    '(%d) and max_unit (%d)' % (step, low, high))
     else:
         return
-    raise exception.Invalid(
+    raise InvalidInventory(provider_uuid, (
         "Invalid inventory for '%s' on resource provider '%s': %s, so "
         "nothing could ever be allocated from it."
-        % (resource_class, provider_uuid, problem))
+        % (resource_class, provider_uuid, problem)))
 
 
 def get_all(conn, provider_id):

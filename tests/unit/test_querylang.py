@@ -197,3 +197,33 @@ class TestMemberOf:
             "Multiple values for 'member_of' must be prefixed with the "
             "'in:' or '!in:' keyword using the valid microversion. Got: "
             + value)
+
+
+class TestProviderFilter:
+    """GET /resource_providers' filters as the group the candidate engine
+    matches single providers against.
+    """
+
+    def test_no_group_filter(self):
+        assert query.provider_filter([('name', 'cn1')], V1_39) is None
+
+    def test_every_filter(self):
+        group = query.provider_filter([
+            ('resources', 'VCPU:1'), ('resources', 'VCPU:2'),
+            ('required', 'CUSTOM_A,!CUSTOM_B'), ('member_of', 'in:' + U1),
+            ('in_tree', U2), ('uuid', U1)], V1_22)
+        assert group == request.Group(
+            resources={'VCPU': 2}, required=[frozenset(['CUSTOM_A'])],
+            forbidden={'CUSTOM_B'}, member_of=[{U1}], in_tree=U2)
+
+    def test_required_repeats_count_from_1_39(self):
+        pairs = [('required', 'CUSTOM_A'), ('required', 'CUSTOM_B')]
+        assert query.provider_filter(pairs, V1_38).required == [
+            frozenset(['CUSTOM_B'])]
+        pairs[1] = ('required', 'in:CUSTOM_B,C')
+        assert query.provider_filter(pairs, V1_39).required == [
+            frozenset(['CUSTOM_A']), frozenset(['CUSTOM_B', 'C'])]
+
+    def test_member_of_is_reported_before_resources(self):
+        pairs = [('resources', 'VCPU'), ('member_of', 'nope')]
+        assert 'member_of' in _detail(query.provider_filter, pairs, V1_18)

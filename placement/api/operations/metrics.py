@@ -207,8 +207,8 @@ class _RequestMetrics:
         try:
             rule, _args = adapter.match(return_rule=True)
         except http_exceptions.MethodNotAllowed as exc:
-            rule, _args = adapter.match(method=sorted(exc.valid_methods)[0],
-                                        return_rule=True)
+            rule, _args = adapter.match(
+                method=sorted(exc.valid_methods or ())[0], return_rule=True)
         except http_exceptions.HTTPException:
             return UNKNOWN
         return rule.rule

@@ -9,7 +9,7 @@ import functools
 import flask
 
 from placement import versions as versions_module
-from placement.api.pipeline import errors
+from placement.api.pipeline import errors as http_errors
 from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
 from placement.api.pipeline import responses
@@ -28,16 +28,19 @@ class Declaration:
     schemas ``params()`` and ``body()`` validate with (None: no body at
     that version). ``versions`` is the (min, max) range the route exists
     in (404 outside); below ``method_from`` it answers 405 instead.
+    ``errors`` words the domain errors the route answers in words of its
+    own (errors.Wordings; the others as errors.register's default).
     """
     summary: str
     ok: dict
     versions: tuple = (versions_module.MIN_VERSION,
                        versions_module.MAX_VERSION)
-    query: dict = None
-    body: dict = None
-    method_from: tuple = None
+    query: dict | None = None
+    body: dict | None = None
+    method_from: tuple | None = None
     content: bool = False
     accept: bool = True
+    errors: http_errors.Wordings | None = None
 
     @property
     def documented_from(self):
@@ -46,7 +49,7 @@ class Declaration:
 
 
 def handler(summary, ok, min_version=None, max_version=None, query=None,
-            body=None, method_from=None, accept=True):
+            body=None, method_from=None, accept=True, errors=None):
     """Declare a view's route (see Declaration) and wrap the view with
     Placement's per-request contract.
 
@@ -65,7 +68,7 @@ def handler(summary, ok, min_version=None, max_version=None, query=None,
         versions=(min_version or versions_module.MIN_VERSION,
                   max_version or versions_module.MAX_VERSION),
         query=_table(query), body=_table(body), method_from=method_from,
-        accept=accept)
+        accept=accept, errors=errors)
 
     def decorator(view):
         @functools.wraps(view)
@@ -75,7 +78,7 @@ def handler(summary, ok, min_version=None, max_version=None, query=None,
             if not low <= version <= high:
                 raise microversion.NotAvailable()
             if method_from and version < method_from:
-                raise errors.MethodNotAllowedYet()
+                raise http_errors.MethodNotAllowedYet()
             if accept and flask.request.method == 'GET':
                 _check_accept()
             if declaration.body and versions_module.pick(
@@ -83,7 +86,7 @@ def handler(summary, ok, min_version=None, max_version=None, query=None,
                 require_json_content()
             flask.g.declaration = declaration
             return view(*args, **kwargs)
-        checked.declaration = declaration
+        checked.declaration = declaration  # type: ignore[attr-defined]
         return checked
     return decorator
 
@@ -115,7 +118,7 @@ def params():
 def _check_accept():
     accept = flask.request.accept_mimetypes
     if accept and not accept.best_match([responses.JSON]):
-        raise errors.NotAcceptable('Only application/json is provided')
+        raise http_errors.NotAcceptable('Only application/json is provided')
 
 
 def require_json_content():
@@ -123,8 +126,8 @@ def require_json_content():
     media_type = request.mimetype or None
     if media_type != responses.JSON:
         if media_type is None and request.content_length:
-            raise errors.BadRequest(
+            raise http_errors.BadRequest(
                 'content-type header required when content-length > 0')
-        raise errors.UnsupportedMediaType(
+        raise http_errors.UnsupportedMediaType(
             'The media type %s is not supported, use application/json'
             % media_type)

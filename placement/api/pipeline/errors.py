@@ -4,6 +4,8 @@ Clients match on the exact ``detail`` text and, from microversion 1.23, on
 ``code``; webob renders the body so that the html/plain/json variants are the
 same as every other OpenStack service produces for a given Accept header.
 """
+from collections.abc import Mapping
+import dataclasses
 import logging
 
 import flask
@@ -39,13 +41,14 @@ class PlacementHTTPError(Exception):
     status = 500
     webob_class = webob.exc.HTTPInternalServerError
 
-    def __init__(self, detail='', code=None, headers=None):
+    def __init__(self, detail: str = '', code: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         self.code = code
         self.headers = headers or {}
 
-    def to_wsgi(self, environ):
+    def to_wsgi(self, environ: dict) -> webob.exc.WSGIHTTPException:
         """A webob response app; the code travels in the environ."""
         environ['placement.error_code'] = self.code
         return self.webob_class(
@@ -69,7 +72,7 @@ class UnsupportedMediaType(PlacementHTTPError):
     status = 415
     webob_class = webob.exc.HTTPUnsupportedMediaType
 
-    def to_wsgi(self, environ):
+    def to_wsgi(self, environ: dict) -> webob.exc.WSGIHTTPException:
         # webob's text names the request's media type; a request without
         # one reads "None", as Python prints it.
         if not environ.get('CONTENT_TYPE'):
@@ -87,7 +90,7 @@ class MethodNotAllowed(PlacementHTTPError):
     status = 405
     webob_class = webob.exc.HTTPMethodNotAllowed
 
-    def __init__(self, allowed):
+    def __init__(self, allowed: list[str]) -> None:
         super().__init__(
             'The method specified is not allowed for this resource.',
             headers={'Allow': ', '.join(allowed)})
@@ -100,7 +103,8 @@ class MethodNotAllowedYet(PlacementHTTPError):
     webob_class = webob.exc.HTTPMethodNotAllowed
 
 
-def json_formatter(body, status, title, environ):
+def json_formatter(body: str, status: str, title: str,
+                   environ: dict) -> dict:
     """Shape webob's error text as Placement's ``errors`` document."""
     error = {
         'status': int(status.split(None, 1)[0]),
@@ -120,7 +124,7 @@ def json_formatter(body, status, title, environ):
     return {'errors': [error]}
 
 
-def register(app):
+def register(app: flask.Flask) -> None:
     """Render every error a request can meet in Placement's format."""
     app.register_error_handler(PlacementHTTPError, _render_error)
     app.register_error_handler(microversion.VersionError, _bad_version)
@@ -165,26 +169,65 @@ def _declared_order(methods):
                 enumerate(flask.current_app.url_map.iter_rules())}
     found = []
     for method in set(methods) - {'HEAD', 'OPTIONS'}:
-        rule, _args = adapter.match(method=method, return_rule=True)
+        rule, _args = adapter.match(  # type: ignore[union-attr]
+            method=method, return_rule=True)
         found.append((position[id(rule)], method))
     return [method for _index, method in sorted(found)]
 
 
-# What a domain error answers where its handler words nothing better, the
-# first match winning.
-_DOMAIN_ERRORS = (
-    (exception.NotFound, NotFound, None),
-    (exception.Duplicate, Conflict, None),
-    (exception.InUse, Conflict, None),
-    (exception.ConcurrentUpdate, Conflict, CONCURRENT_UPDATE),
-    (exception.PlacementError, BadRequest, None),
-)
+@dataclasses.dataclass(frozen=True)
+class As:
+    """How a domain error is answered: with ``http_error``, whose detail
+    is ``detail`` formatted (``str.format``) with ``error``, the domain
+    error, and by name the request's path arguments and what its view
+    ``mention``ed; and whose code is the error's own, else ``code``.
+    """
+    http_error: type[PlacementHTTPError]
+    detail: str = '{error}'
+    code: str | None = None
+
+
+# {domain error class: As}: how a route words domain errors, where
+# upstream words them its own way (``declaration.handler``'s ``errors``).
+# An error takes the wording of its most specific class worded, the
+# route's before the default's at the same class.
+Wordings = Mapping[type[exception.PlacementError], As]
+
+# What a domain error answers where its route words nothing better.
+_DOMAIN_ERRORS: Wordings = {
+    exception.PlacementError: As(BadRequest),
+    exception.NotFound: As(NotFound),
+    exception.Duplicate: As(Conflict, code=DUPLICATE_NAME),
+    exception.InUse: As(Conflict),
+    exception.ConcurrentUpdate: As(Conflict, code=CONCURRENT_UPDATE),
+}
+
+
+def mention(**values: object) -> None:
+    """Name ``values`` for the route's wording of its errors (see As),
+    beside the path's arguments: what the view learns as it goes (a
+    body's field, a uuid in canonical form).
+    """
+    flask.g.setdefault('error_mentions', {}).update(values)
 
 
 def _domain_error(exc):
-    for domain, http_error, code in _DOMAIN_ERRORS:
-        if isinstance(exc, domain):
-            return _render_error(http_error(str(exc), code=exc.code or code))
+    wording = _wording(exc)
+    values = dict(flask.request.view_args or {})
+    values.update(flask.g.get('error_mentions', {}))
+    return _render_error(wording.http_error(
+        wording.detail.format(error=exc, **values),
+        code=exc.code or wording.code))
+
+
+def _wording(exc):
+    """The wording of ``exc`` (see Wordings) on the current route."""
+    declaration = flask.g.get('declaration')
+    declared = (declaration.errors if declaration else None) or {}
+    wordings = (declared.get(cls) or _DOMAIN_ERRORS.get(cls)
+                for cls in type(exc).__mro__)
+    # PlacementError, a class of every domain error, has one.
+    return next(wording for wording in wordings if wording is not None)
 
 
 def _database_error(exc):

@@ -22,6 +22,10 @@ blueprint = flask.Blueprint('allocations', __name__)
 # POST /allocations, for many consumers at once, exists from 1.13.
 MANY_CONSUMERS_VERSION = (1, 13)
 
+# How both allocation writes begin their answer to a lost race.
+_CHANGED = ('Inventory and/or allocations changed while attempting to '
+            'allocate: ')
+
 # What GET /allocations/{uuid} tells about the consumer, by version.
 _CONSUMER_FIELDS = {
     (1, 0): (),
@@ -63,30 +67,31 @@ def show_allocations(consumer_uuid):
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['PUT'])
 @declaration.handler("Replace a consumer's allocations", {204: None},
-                     body=schema.PUT)
+                     body=schema.PUT,
+                     errors=claims.write_errors(
+                         'Unable to allocate inventory for consumer '
+                         '{consumer_uuid}: {error}', _CHANGED))
 def set_allocations(consumer_uuid):
     context.authorize(policies.ALLOC_UPDATE)
     if not uuidutils.is_uuid_like(consumer_uuid):
         raise errors.BadRequest('Malformed consumer_uuid: %s' % consumer_uuid)
     consumer_uuid = str(uuidlib.UUID(consumer_uuid))
+    errors.mention(consumer_uuid=consumer_uuid)
     body = declaration.body()
     resources = microversion.by_version(
         {(1, 0): _listed_resources, (1, 12): claims.keyed_resources}
     )(body['allocations'])
-    with claims.write_errors(
-            'Unable to allocate inventory for consumer %s: %%s'
-            % consumer_uuid,
-            'Inventory and/or allocations changed while attempting to '
-            'allocate: %s'):
-        claims.write_retrying(alloc_db.write, [
-            claims.consumer_request(consumer_uuid, body, resources)])
+    claims.write_retrying(alloc_db.write, [
+        claims.consumer_request(consumer_uuid, body, resources)])
     return responses.empty_response(204)
 
 
 @blueprint.route('/allocations', methods=['POST'])
 @declaration.handler(
         'Replace the allocations of several consumers', {204: None},
-        min_version=MANY_CONSUMERS_VERSION, body=schema.POST)
+        min_version=MANY_CONSUMERS_VERSION, body=schema.POST,
+        errors=claims.write_errors(
+            'Unable to allocate inventory {error}', _CHANGED))
 def set_many_allocations():
     context.authorize(policies.ALLOC_MANAGE)
     body = declaration.body()
@@ -94,10 +99,7 @@ def set_many_allocations():
         claims.consumer_request(consumer_uuid, entry,
                                 claims.keyed_resources(entry['allocations']))
         for consumer_uuid, entry in body.items()]
-    with claims.write_errors('Unable to allocate inventory %s',
-                             'Inventory and/or allocations changed while '
-                             'attempting to allocate: %s'):
-        claims.write_retrying(alloc_db.write, requests)
+    claims.write_retrying(alloc_db.write, requests)
     return responses.empty_response(204)
 
 

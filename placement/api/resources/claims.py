@@ -2,7 +2,6 @@
 share (the requests a body asks for, the retries, upstream's words for
 what went wrong).
 """
-import contextlib
 import logging
 
 from placement import exception
@@ -14,11 +13,6 @@ from placement.db import consumer as consumer_db
 from placement.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
-
-# The reason given when retries ran out on a provider that kept changing.
-PROVIDER_CHANGED = ('Another thread concurrently updated the resource '
-                    'provider data. Please retry your update')
-
 
 def write_retrying(fn, *args):
     """``context.write(fn, ...)`` for allocation writes, which queue for the
@@ -45,7 +39,7 @@ def write_retrying(fn, *args):
         if not db_engine.is_conflict(exc):
             raise
         _gave_up(attempts)
-        raise exception.ConcurrentUpdate(PROVIDER_CHANGED) from exc
+        raise exception.ConcurrentUpdate(exception.PROVIDER_CHANGED) from exc
 
 
 def _gave_up(attempts):
@@ -53,33 +47,26 @@ def _gave_up(attempts):
     LOG.warning('Exceeded retry limit of %d on allocations write', attempts)
 
 
-def changed_reason(exc):
-    """Upstream's words for a write that lost a race (ConcurrentUpdate)."""
-    if isinstance(exc, consumer_db.ConcurrentUpdate):
-        return str(exc)
-    return PROVIDER_CHANGED
-
-
-@contextlib.contextmanager
-def write_errors(unknown_class, changed):
-    """Turn the data-layer failures of an allocation write into upstream's
-    responses. ``unknown_class`` and ``changed`` word (with one %s: the
-    reason) the 400 for an unknown resource class and the 409 for a lost
-    race, which differ between handlers.
+def write_errors(unknown_class: str, changed: str) -> errors.Wordings:
+    """Upstream's words for the data-layer failures of an allocation write
+    (the rest as the default: errors.register). ``unknown_class`` words
+    (errors.As) the 400 for an unknown resource class; ``changed`` begins
+    the 409 for a lost race, which goes on with the reason: a consumer's
+    change, else the providers'.
     """
-    try:
-        yield
-    except consumer_db.GenerationConflict as exc:
-        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
-    except alloc_db.UnknownProvider as exc:
-        raise errors.BadRequest(str(exc))
-    except exception.NotFound as exc:
-        raise errors.BadRequest(unknown_class % exc)
-    except exception.Invalid as exc:
-        raise errors.Conflict('Unable to allocate inventory: %s' % exc)
-    except exception.ConcurrentUpdate as exc:
-        raise errors.Conflict(changed % changed_reason(exc),
-                              code=errors.CONCURRENT_UPDATE)
+    return {
+        consumer_db.GenerationConflict: errors.As(
+            errors.Conflict, code=errors.CONCURRENT_UPDATE),
+        alloc_db.UnknownProvider: errors.As(errors.BadRequest),
+        exception.NotFound: errors.As(errors.BadRequest, unknown_class),
+        exception.Invalid: errors.As(
+            errors.Conflict, 'Unable to allocate inventory: {error}'),
+        consumer_db.ConcurrentUpdate: errors.As(
+            errors.Conflict, changed + '{error}', errors.CONCURRENT_UPDATE),
+        exception.ConcurrentUpdate: errors.As(
+            errors.Conflict, changed + exception.PROVIDER_CHANGED,
+            errors.CONCURRENT_UPDATE),
+    }
 
 
 def consumer_request(consumer_uuid, body, resources):

@@ -29,12 +29,68 @@ RESERVED_EQUAL_TOTAL_VERSION = (1, 26)
 # DELETE of the whole collection; earlier versions answer 405.
 DELETE_ALL_VERSION = (1, 5)
 
+# Upstream's words for what went wrong, per route (errors.As): the
+# provider's uuid, where a wording names it, is the path's ({uuid}) or, for
+# a record inv_db.check_record refused, the stored one.
 _UNKNOWN_CLASS = ('Unknown resource class in inventory for resource provider '
-                  '%s: %s')
-_CANNOT_UPDATE = 'Unable to update inventory for resource provider %s: %s'
+                  '{uuid}: {error}')
+_CANNOT_CREATE = 'Unable to create inventory for resource provider %s: {error}'
+_CANNOT_UPDATE = errors.As(
+    errors.BadRequest,
+    'Unable to update inventory for resource provider {error.provider_uuid}: '
+    '{error}')
+_CANNOT_DELETE_ONE = 'Unable to delete inventory of class {resource_class}: '
 # Another writer changed the provider between our read and our write.
-CONCURRENT_WRITE = ('Another thread concurrently updated the resource '
-                    'provider data. Please retry your update')
+_UPDATE_CONFLICT = errors.As(
+    errors.Conflict, 'update conflict: ' + exception.PROVIDER_CHANGED,
+    errors.CONCURRENT_UPDATE)
+
+_CREATE_ERRORS = {
+    inv_db.InvalidInventory: errors.As(
+        errors.BadRequest, _CANNOT_CREATE % '{error.provider_uuid}'),
+    exception.NotFound: errors.As(
+        errors.BadRequest, _CANNOT_CREATE % '{uuid}'),
+    exception.Duplicate: errors.As(
+        errors.Conflict, 'Update conflict: {error}', errors.CONCURRENT_UPDATE),
+    exception.ConcurrentUpdate: errors.As(
+        errors.Conflict, 'Update conflict: ' + exception.PROVIDER_CHANGED,
+        errors.CONCURRENT_UPDATE),
+}
+_REPLACE_ERRORS = {
+    inv_db.InvalidInventory: _CANNOT_UPDATE,
+    exception.NotFound: errors.As(errors.BadRequest, _UNKNOWN_CLASS),
+    exception.ConcurrentUpdate: _UPDATE_CONFLICT,
+    exception.InUse: errors.As(
+        errors.Conflict, 'update conflict: {error}', errors.INVENTORY_INUSE),
+}
+_DELETE_ALL_ERRORS = {
+    exception.ConcurrentUpdate: errors.As(
+        errors.Conflict,
+        'Unable to delete inventory for resource provider {uuid} because the '
+        'inventory was updated by another process. Please retry your '
+        'request.', errors.CONCURRENT_UPDATE),
+    exception.InUse: errors.As(errors.Conflict, code=errors.INVENTORY_INUSE),
+}
+_UPDATE_ERRORS = {
+    inv_db.InvalidInventory: _CANNOT_UPDATE,
+    inv_db.NoSuchInventory: errors.As(
+        errors.BadRequest,
+        'No inventory record with resource class for resource provider '
+        '{uuid}: {error}'),
+    exception.ConcurrentUpdate: _UPDATE_CONFLICT,
+}
+_DELETE_ERRORS = {
+    exception.NotFound: errors.As(
+        errors.NotFound,
+        'No inventory of class {resource_class} found for delete: {error}'),
+    # Upstream labels an in-use refusal as a concurrent update too.
+    exception.InUse: errors.As(
+        errors.Conflict, _CANNOT_DELETE_ONE + '{error}',
+        errors.CONCURRENT_UPDATE),
+    exception.ConcurrentUpdate: errors.As(
+        errors.Conflict, _CANNOT_DELETE_ONE + exception.PROVIDER_CHANGED,
+        errors.CONCURRENT_UPDATE),
+}
 
 
 def _shown_provider(uuid):
@@ -51,15 +107,12 @@ def _expected_generation(provider, data):
     return generation
 
 
-def _check_records(provider, inventories, message):
+def _check_records(provider, inventories):
     reserved_may_equal_total = microversion.is_at_least(
         RESERVED_EQUAL_TOTAL_VERSION)
     for resource_class, record in inventories.items():
-        try:
-            inv_db.check_record(provider['uuid'], resource_class, record,
-                                reserved_may_equal_total)
-        except exception.Invalid as exc:
-            raise errors.BadRequest(message % (provider['uuid'], exc))
+        inv_db.check_record(provider['uuid'], resource_class, record,
+                            reserved_may_equal_total)
 
 
 def _view(record, generation=None):
@@ -101,26 +154,16 @@ def list_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['POST'])
 @declaration.handler(
-        'Create one inventory', {201: 'Inventory'}, body=schema.POST)
+        'Create one inventory', {201: 'Inventory'}, body=schema.POST,
+        errors=_CREATE_ERRORS)
 def create_inventory(uuid):
     context.authorize(policies.CREATE)
     provider = context.provider_or_404(uuid)
     data = declaration.body()
     resource_class = data['resource_class']
     record = inv_db.with_defaults(data)
-    cannot_create = 'Unable to create inventory for resource provider %s: %s'
-    _check_records(provider, {resource_class: record}, cannot_create)
-    try:
-        generation = context.write(
-            inv_db.add, provider, resource_class, record)
-    except exception.NotFound as exc:
-        raise errors.BadRequest(cannot_create % (uuid, exc))
-    except exception.Duplicate as exc:
-        raise errors.Conflict('Update conflict: %s' % exc,
-                              code=errors.CONCURRENT_UPDATE)
-    except exception.ConcurrentUpdate:
-        raise errors.Conflict('Update conflict: %s' % CONCURRENT_WRITE,
-                              code=errors.CONCURRENT_UPDATE)
+    _check_records(provider, {resource_class: record})
+    generation = context.write(inv_db.add, provider, resource_class, record)
     response = responses.json_response(
         _view(record, generation), status=201,
         last_modified=responses.utcnow())
@@ -131,7 +174,8 @@ def create_inventory(uuid):
 @blueprint.route(_COLLECTION, methods=['PUT'])
 @declaration.handler(
         "Replace all of a provider's inventories", {200: 'Inventories'},
-        body=schema.PUT_ALL)
+        body=schema.PUT_ALL,
+        errors=_REPLACE_ERRORS)
 def replace_inventories(uuid):
     context.authorize(policies.UPDATE)
     provider = context.provider_or_404(uuid)
@@ -140,22 +184,13 @@ def replace_inventories(uuid):
     for name in data['inventories']:
         if not re.match(schema.RESOURCE_CLASS_PATTERN, name):
             # Its record went unvalidated; the name can never be known.
-            raise errors.BadRequest(_UNKNOWN_CLASS % (
-                uuid, 'No such resource class %s.' % name))
+            raise errors.BadRequest(_UNKNOWN_CLASS.format(
+                uuid=uuid, error='No such resource class %s.' % name))
     inventories = {name: inv_db.with_defaults(record)
                    for name, record in data['inventories'].items()}
-    _check_records(provider, inventories, _CANNOT_UPDATE)
-    try:
-        generation = context.write(
-            inv_db.replace_all, provider, inventories, generation)
-    except exception.NotFound as exc:
-        raise errors.BadRequest(_UNKNOWN_CLASS % (uuid, exc))
-    except exception.ConcurrentUpdate:
-        raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
-                              code=errors.CONCURRENT_UPDATE)
-    except exception.InUse as exc:
-        raise errors.Conflict('update conflict: %s' % exc,
-                              code=errors.INVENTORY_INUSE)
+    _check_records(provider, inventories)
+    generation = context.write(
+        inv_db.replace_all, provider, inventories, generation)
     return _collection_response(
         _collection_view(generation, inventories),
         responses.utcnow() if inventories else None)
@@ -163,19 +198,12 @@ def replace_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['DELETE'])
 @declaration.handler("Delete all of a provider's inventories", {204: None},
-                     method_from=DELETE_ALL_VERSION)
+                     method_from=DELETE_ALL_VERSION,
+                     errors=_DELETE_ALL_ERRORS)
 def delete_inventories(uuid):
     context.authorize(policies.DELETE)
     provider = context.provider_or_404(uuid)
-    try:
-        context.write(inv_db.replace_all, provider, {}, provider['generation'])
-    except exception.ConcurrentUpdate:
-        raise errors.Conflict(
-            'Unable to delete inventory for resource provider %s because '
-            'the inventory was updated by another process. Please retry '
-            'your request.' % uuid, code=errors.CONCURRENT_UPDATE)
-    except exception.InUse as exc:
-        raise errors.Conflict(str(exc), code=errors.INVENTORY_INUSE)
+    context.write(inv_db.replace_all, provider, {}, provider['generation'])
     return responses.empty_response()
 
 
@@ -195,43 +223,26 @@ def show_inventory(uuid, resource_class):
 
 @blueprint.route(_ITEM, methods=['PUT'])
 @declaration.handler(
-        'Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE)
+        'Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE,
+        errors=_UPDATE_ERRORS)
 def update_inventory(uuid, resource_class):
     context.authorize(policies.UPDATE)
     provider = context.provider_or_404(uuid)
     data = declaration.body()
     generation = _expected_generation(provider, data)
     record = inv_db.with_defaults(data)
-    _check_records(provider, {resource_class: record}, _CANNOT_UPDATE)
-    try:
-        generation = context.write(
-            inv_db.update, provider, resource_class, record, generation)
-    except inv_db.NoSuchInventory as exc:
-        raise errors.BadRequest(
-            'No inventory record with resource class for resource provider '
-            '%s: %s' % (uuid, exc))
-    except exception.ConcurrentUpdate:
-        raise errors.Conflict('update conflict: %s' % CONCURRENT_WRITE,
-                              code=errors.CONCURRENT_UPDATE)
+    _check_records(provider, {resource_class: record})
+    generation = context.write(
+        inv_db.update, provider, resource_class, record, generation)
     return responses.json_response(_view(record, generation),
                                    last_modified=responses.utcnow())
 
 
 @blueprint.route(_ITEM, methods=['DELETE'])
-@declaration.handler('Delete one inventory', {204: None})
+@declaration.handler('Delete one inventory', {204: None},
+                     errors=_DELETE_ERRORS)
 def delete_inventory(uuid, resource_class):
     context.authorize(policies.DELETE)
     provider = context.provider_or_404(uuid)
-    try:
-        context.write(inv_db.delete, provider, resource_class)
-    except exception.NotFound as exc:
-        raise errors.NotFound('No inventory of class %s found for delete: %s'
-                              % (resource_class, exc))
-    except (exception.InUse, exception.ConcurrentUpdate) as exc:
-        reason = (CONCURRENT_WRITE
-                  if isinstance(exc, exception.ConcurrentUpdate) else exc)
-        # Upstream labels an in-use refusal here as a concurrent update too.
-        raise errors.Conflict('Unable to delete inventory of class %s: %s'
-                              % (resource_class, reason),
-                              code=errors.CONCURRENT_UPDATE)
+    context.write(inv_db.delete, provider, resource_class)
     return responses.empty_response()

@@ -1,8 +1,6 @@
 """/reshaper (1.30): replace the inventories of many providers and the
 allocations of many consumers in one transaction.
 """
-import contextlib
-
 import flask
 
 from placement import exception
@@ -22,25 +20,26 @@ blueprint = flask.Blueprint('reshaper', __name__)
 RESHAPE_VERSION = (1, 30)
 
 
-@contextlib.contextmanager
-def _reshape_errors():
-    """The failures only a reshape has, in upstream's words."""
-    try:
-        yield
-    except reshaper_db.ProviderNotFound as exc:
-        raise errors.BadRequest(
-            str(exc), code=errors.RESOURCE_PROVIDER_NOT_FOUND)
-    except reshaper_db.ProviderGenerationConflict as exc:
-        raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE)
-    except exception.InUse as exc:
-        raise errors.Conflict('update conflict: %s' % exc,
-                              code=errors.INVENTORY_INUSE)
+_MALFORMED = 'malformed reshaper data: {error}'
+_UPDATE_CONFLICT = 'update conflict: '
+# Upstream's words for what went wrong (the rest as for every request).
+_ERRORS = {
+    reshaper_db.ProviderNotFound: errors.As(
+        errors.BadRequest, code=errors.RESOURCE_PROVIDER_NOT_FOUND),
+    reshaper_db.ProviderGenerationConflict: errors.As(
+        errors.Conflict, code=errors.CONCURRENT_UPDATE),
+    inventory_db.InvalidInventory: errors.As(errors.BadRequest, _MALFORMED),
+    exception.InUse: errors.As(
+        errors.Conflict, _UPDATE_CONFLICT + '{error}', errors.INVENTORY_INUSE),
+    **claims.write_errors(_MALFORMED, _UPDATE_CONFLICT),
+}
 
 
 @blueprint.route('/reshaper', methods=['POST'])
 @declaration.handler(
         'Move inventories and allocations between providers at once',
-        {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE)
+        {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE,
+        errors=_ERRORS)
 def reshape():
     context.authorize(policies.RESHAPE)
     body = declaration.body()
@@ -54,18 +53,11 @@ def reshape():
         for uuid, entry in body['inventories'].items()}
     for uuid, (_generation, records) in inventories.items():
         for name, record in records.items():
-            try:
-                inventory_db.check_units(uuid, name, record)
-            except exception.Invalid as exc:
-                raise errors.BadRequest('malformed reshaper data: %s' % exc)
+            inventory_db.check_units(uuid, name, record)
     requests = [
         claims.consumer_request(
             consumer_uuid, entry,
             claims.keyed_resources(entry['allocations']))
         for consumer_uuid, entry in body['allocations'].items()]
-    with claims.write_errors('malformed reshaper data: %s',
-                             'update conflict: %s'):
-        with _reshape_errors():
-            claims.write_retrying(
-                reshaper_db.reshape, inventories, requests)
+    claims.write_retrying(reshaper_db.reshape, inventories, requests)
     return responses.empty_response(204)

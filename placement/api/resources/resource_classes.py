@@ -24,6 +24,23 @@ def _view(row):
     return {'name': row['name'], 'links': _link(row['name'])}
 
 
+# Upstream's words for what went wrong, per route (errors.As).
+_CREATE_ERRORS = {
+    exception.Duplicate: errors.As(
+        errors.Conflict, 'Conflicting resource class already exists: {error}',
+        errors.DUPLICATE_NAME),
+}
+_RENAME_ERRORS = {
+    exception.Duplicate: errors.As(
+        errors.Conflict, 'Resource class already exists: {error}',
+        errors.DUPLICATE_NAME),
+}
+_CANNOT_DELETE = 'Error in delete resource class: {error}'
+_DELETE_ERRORS = {
+    exception.Invalid: errors.As(errors.BadRequest, _CANNOT_DELETE),
+    exception.InUse: errors.As(errors.Conflict, _CANNOT_DELETE),
+}
+
 # Resource classes have a path of their own from 1.2.
 SINCE = (1, 2)
 # PUT creates a class if missing (no body) instead of renaming it.
@@ -43,16 +60,12 @@ def list_resource_classes():
 
 @blueprint.route('/resource_classes', methods=['POST'])
 @declaration.handler('Create a custom resource class', {201: None},
-                     min_version=SINCE, body=schema.POST)
+                     min_version=SINCE, body=schema.POST,
+                     errors=_CREATE_ERRORS)
 def create_resource_class():
     context.authorize(policies.CREATE)
     name = declaration.body()['name']
-    try:
-        context.write(rc_db.create, name)
-    except exception.Duplicate:
-        raise errors.Conflict(
-            'Conflicting resource class already exists: %s' % name,
-            code=errors.DUPLICATE_NAME)
+    context.write(rc_db.create, name)
     return responses.empty_response(
         201, location=responses.location('/resource_classes/' + name))
 
@@ -72,7 +85,8 @@ def show_resource_class(name):
     'Rename a custom resource class (1.2-1.6); create it if missing (1.7+, '
     'no body)',
     {SINCE: {200: 'ResourceClass'}, ENSURE_VERSION: {201: None, 204: None}},
-    min_version=SINCE, body={SINCE: schema.PUT, ENSURE_VERSION: None})
+    min_version=SINCE, body={SINCE: schema.PUT, ENSURE_VERSION: None},
+    errors=_RENAME_ERRORS)
 def update_resource_class(name):
     context.authorize(policies.UPDATE)
     return microversion.by_version(
@@ -82,12 +96,7 @@ def update_resource_class(name):
 def _rename(name):
     """1.2-1.6: PUT renames a custom class."""
     new_name = declaration.body()['name']
-    try:
-        context.write(rc_db.rename, name, new_name)
-    except exception.Duplicate:
-        raise errors.Conflict(
-            'Resource class already exists: %s' % new_name,
-            code=errors.DUPLICATE_NAME)
+    context.write(rc_db.rename, name, new_name)
     return responses.json_response(_view({'name': new_name}))
 
 
@@ -104,13 +113,9 @@ def _ensure(name):
 
 @blueprint.route('/resource_classes/<name>', methods=['DELETE'])
 @declaration.handler('Delete a custom resource class', {204: None},
-                     min_version=SINCE)
+                     min_version=SINCE,
+                     errors=_DELETE_ERRORS)
 def delete_resource_class(name):
     context.authorize(policies.DELETE)
-    try:
-        context.write(rc_db.delete, name)
-    except exception.Invalid as exc:
-        raise errors.BadRequest('Error in delete resource class: %s' % exc)
-    except exception.InUse as exc:
-        raise errors.Conflict('Error in delete resource class: %s' % exc)
+    context.write(rc_db.delete, name)
     return responses.empty_response()

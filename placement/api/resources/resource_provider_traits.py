@@ -15,6 +15,8 @@ blueprint = flask.Blueprint('resource_provider_traits', __name__)
 _PATH = '/resource_providers/<uuid>/traits'
 # A provider's traits exist from 1.6.
 SINCE = (1, 6)
+# PUT refuses unknown traits (a vanished provider is a 404 already).
+_UNKNOWN_TRAITS = {exception.NotFound: errors.As(errors.BadRequest)}
 
 
 def _read(conn, uuid):
@@ -48,18 +50,14 @@ def _replace(conn, uuid, names, expected_generation):
 
 @blueprint.route(_PATH, methods=['PUT'])
 @declaration.handler("Replace a provider's traits", {200: 'ProviderTraits'},
-                     min_version=SINCE, body=schema.PUT)
+                     min_version=SINCE, body=schema.PUT,
+                     errors=_UNKNOWN_TRAITS)
 def update_traits(uuid):
     context.authorize(policies.RP_TRAIT_UPDATE)
     context.provider_or_404(uuid)
     data = declaration.body()
-    try:
-        generation, rows = context.write(
-            _replace, uuid, data['traits'],
-            data['resource_provider_generation'])
-    except exception.NotFound as exc:
-        # Unknown traits (a vanished provider is an HTTP 404 already).
-        raise errors.BadRequest(str(exc))
+    generation, rows = context.write(
+        _replace, uuid, data['traits'], data['resource_provider_generation'])
     # Unlike GET, upstream's PUT answers with the names sorted.
     return _response(sorted(row['name'] for row in rows), generation, rows)
 

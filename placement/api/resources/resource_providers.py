@@ -13,10 +13,8 @@ from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
 from placement.api.pipeline import responses
 from placement.candidates import names as naming
-from placement.candidates import request as candidates_request
 from placement.db import resource_provider as rp_db
 from placement.policies import resource_provider as policies
-from placement.schemas import allocation_candidate as candidate_schema
 from placement.schemas import resource_provider as schema
 
 blueprint = flask.Blueprint('resource_providers', __name__)
@@ -36,6 +34,33 @@ TREE_FIELDS_VERSION = (1, 14)
 POST_RETURNS_BODY_VERSION = (1, 20)
 # From 1.37 PUT may change or remove an existing parent.
 REPARENT_VERSION = (1, 37)
+
+# Upstream's words for what went wrong, per route (errors.As). POST
+# mentions the provider's name and uuid (the client's, in canonical form,
+# or a new one).
+_CREATE_ERRORS = {
+    exception.Invalid: errors.As(
+        errors.BadRequest,
+        'Unable to create resource provider "{name}", {uuid}: {error}'),
+}
+_UPDATE_ERRORS = {
+    exception.Invalid: errors.As(
+        errors.BadRequest, 'Unable to save resource provider {uuid}: {error}'),
+}
+_DELETE_ERRORS = {
+    rp_db.HasChildren: errors.As(
+        errors.Conflict, code=errors.PROVIDER_CANNOT_DELETE_PARENT),
+    rp_db.HasAllocations: errors.As(
+        errors.Conflict, code=errors.PROVIDER_IN_USE),
+}
+# The filters' names the providers do not know.
+_LIST_ERRORS = {
+    naming.UnknownResourceClass: errors.As(
+        errors.BadRequest, naming.UNKNOWN_CLASS_REFUSED + '{error}'),
+    naming.UnknownTrait: errors.As(
+        errors.BadRequest,
+        'Invalid trait(s) in "required" parameter: {error}'),
+}
 
 
 def path(uuid):
@@ -76,25 +101,15 @@ def viewer():
                      (1, 3): schema.LIST_QUERY_1_3,
                      (1, 4): schema.LIST_QUERY_1_4,
                      TREE_FIELDS_VERSION: schema.LIST_QUERY_1_14,
-                     (1, 18): schema.LIST_QUERY_1_18})
+                     (1, 18): schema.LIST_QUERY_1_18},
+                     errors=_LIST_ERRORS)
 def list_resource_providers():
     context.authorize(policies.LIST)
     params = declaration.params()
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
-    version = microversion.current()
-    pairs = inputs.query_pairs()
-    # Parsed in upstream's order, which decides the error reported first.
-    group = candidates_request.Group(in_tree=params.get('in_tree'))
-    if 'member_of' in params:
-        group.member_of, group.forbidden_aggs = querylang.member_of(
-            querylang.values_of(pairs, 'member_of'), version)
-    if 'required' in params:
-        group.required, group.forbidden = querylang.required_traits(
-            querylang.values_of(pairs, 'required'), version)
-    if 'resources' in params:
-        group.resources = querylang.resources(params['resources'])
-    filtered = any(key in params for key in candidate_schema.GROUP_KEYS)
-    rows = context.read(_list, filters, group if filtered else None)
+    group = querylang.provider_filter(
+        inputs.query_pairs(), microversion.current())
+    rows = context.read(_list, filters, group)
     return responses.json_response(
         {'resource_providers': list(map(viewer(), rows))},
         last_modified=responses.last_modified_of(rows))
@@ -106,15 +121,7 @@ def _list(conn, filters, group):
     its single-provider groups.
     """
     if group is not None:
-        try:
-            filters['ids'] = candidates.matching_providers(conn, group)
-        except naming.Unknown as exc:
-            if exc.resource_class:
-                raise errors.BadRequest(
-                    'Invalid resource class in resources parameter: %s'
-                    % exc)
-            raise errors.BadRequest(
-                'Invalid trait(s) in "required" parameter: %s' % exc)
+        filters['ids'] = candidates.matching_providers(conn, group)
     return rp_db.list_all(conn, **filters)
 
 
@@ -123,7 +130,8 @@ def _list(conn, filters, group):
                      {(1, 0): {201: None},
                       POST_RETURNS_BODY_VERSION: {200: 'ResourceProvider'}},
                      body={(1, 0): schema.POST,
-                           TREE_FIELDS_VERSION: schema.POST_1_14})
+                           TREE_FIELDS_VERSION: schema.POST_1_14},
+                     errors=_CREATE_ERRORS)
 def create_resource_provider():
     context.authorize(policies.CREATE)
     data = declaration.body()
@@ -131,15 +139,9 @@ def create_resource_provider():
     # The canonical form, whatever spelling of the uuid the client used.
     uuid = str(uuid_lib.UUID(data['uuid']) if 'uuid' in data
                else uuid_lib.uuid4())
-    try:
-        row = context.write(rp_db.create, uuid, name,
-                            data.get('parent_provider_uuid'))
-    except exception.Duplicate as exc:
-        raise errors.Conflict(str(exc), code=errors.DUPLICATE_NAME)
-    except exception.Invalid as exc:
-        raise errors.BadRequest(
-            'Unable to create resource provider "%s", %s: %s'
-            % (name, uuid, exc))
+    errors.mention(name=name, uuid=uuid)
+    row = context.write(rp_db.create, uuid, name,
+                        data.get('parent_provider_uuid'))
     location = responses.location(path(uuid))
     if not microversion.is_at_least(POST_RETURNS_BODY_VERSION):
         return responses.empty_response(201, location=location)
@@ -159,37 +161,27 @@ def show_resource_provider(uuid):
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
-@declaration.handler('Delete a resource provider', {204: None})
+@declaration.handler('Delete a resource provider', {204: None},
+                     errors=_DELETE_ERRORS)
 def delete_resource_provider(uuid):
     context.authorize(policies.DELETE)
-    try:
-        context.write(rp_db.delete, uuid)
-    except rp_db.HasChildren as exc:
-        raise errors.Conflict(
-            str(exc), code=errors.PROVIDER_CANNOT_DELETE_PARENT)
-    except rp_db.HasAllocations as exc:
-        raise errors.Conflict(str(exc), code=errors.PROVIDER_IN_USE)
+    context.write(rp_db.delete, uuid)
     return responses.empty_response()
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
 @declaration.handler(
         'Update a resource provider', {200: 'ResourceProvider'},
-        body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14})
+        body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14},
+        errors=_UPDATE_ERRORS)
 def update_resource_provider(uuid):
     context.authorize(policies.UPDATE)
     before = context.provider_or_404(uuid)
     data = declaration.body()
     parent = data.get('parent_provider_uuid', rp_db.KEEP_PARENT)
-    try:
-        row = context.write(
-            rp_db.update, uuid, data['name'], parent,
-            microversion.is_at_least(REPARENT_VERSION))
-    except exception.Invalid as exc:
-        raise errors.BadRequest(
-            'Unable to save resource provider %s: %s' % (uuid, exc))
-    except exception.Duplicate as exc:
-        raise errors.Conflict(str(exc), code=errors.DUPLICATE_NAME)
+    row = context.write(
+        rp_db.update, uuid, data['name'], parent,
+        microversion.is_at_least(REPARENT_VERSION))
     moved = (before['parent_provider_uuid'] is not None
              and row['parent_provider_uuid'] not in (
                  None, before['parent_provider_uuid']))
