@@ -7,6 +7,7 @@ import uuid as uuidlib
 import flask
 from oslo_utils import uuidutils
 
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -19,22 +20,20 @@ from placement.schemas import allocation as schema
 
 blueprint = flask.Blueprint('allocations', __name__)
 
-# POST /allocations, for many consumers at once, exists from 1.13.
-MANY_CONSUMERS_VERSION = (1, 13)
-
 # What GET /allocations/{uuid} tells about the consumer, by version.
 _CONSUMER_FIELDS = {
-    (1, 0): (),
-    (1, 12): ('project_id', 'user_id'),
-    (1, 28): ('project_id', 'user_id', 'consumer_generation'),
-    (1, 38): ('project_id', 'user_id', 'consumer_generation',
-              'consumer_type'),
+    versions.MIN_VERSION: (),
+    versions.ALLOCATIONS_BY_PROVIDER: ('project_id', 'user_id'),
+    versions.CONSUMER_GENERATION: ('project_id', 'user_id',
+                                   'consumer_generation'),
+    versions.CONSUMER_TYPE: ('project_id', 'user_id', 'consumer_generation',
+                             'consumer_type'),
 }
 # What GET /resource_providers/{uuid}/allocations tells about each
 # consumer, by version.
 _PROVIDER_CONSUMER_FIELDS = {
-    (1, 0): (),
-    (1, 28): ('consumer_generation',),
+    versions.MIN_VERSION: (),
+    versions.CONSUMER_GENERATION: ('consumer_generation',),
 }
 
 def _listed_resources(allocations):
@@ -71,7 +70,8 @@ def set_allocations(consumer_uuid):
     consumer_uuid = str(uuidlib.UUID(consumer_uuid))
     body = declaration.body()
     resources = microversion.by_version(
-        {(1, 0): _listed_resources, (1, 12): claims.keyed_resources}
+        {versions.MIN_VERSION: _listed_resources,
+         versions.ALLOCATIONS_BY_PROVIDER: claims.keyed_resources}
     )(body['allocations'])
     with claims.write_errors(
             'Unable to allocate inventory for consumer %s: %%s'
@@ -86,7 +86,7 @@ def set_allocations(consumer_uuid):
 @blueprint.route('/allocations', methods=['POST'])
 @declaration.handler(
         'Replace the allocations of several consumers', {204: None},
-        min_version=MANY_CONSUMERS_VERSION, body=schema.POST)
+        min_version=versions.MANY_CONSUMERS, body=schema.POST)
 def set_many_allocations():
     context.authorize(policies.ALLOC_MANAGE)
     body = declaration.body()

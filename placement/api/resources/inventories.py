@@ -10,6 +10,7 @@ import re
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -23,11 +24,6 @@ blueprint = flask.Blueprint('inventories', __name__)
 
 _COLLECTION = '/resource_providers/<uuid>/inventories'
 _ITEM = _COLLECTION + '/<resource_class>'
-
-# From 1.26 an inventory may be fully reserved.
-RESERVED_EQUAL_TOTAL_VERSION = (1, 26)
-# DELETE of the whole collection; earlier versions answer 405.
-DELETE_ALL_VERSION = (1, 5)
 
 _UNKNOWN_CLASS = ('Unknown resource class in inventory for resource provider '
                   '%s: %s')
@@ -53,7 +49,7 @@ def _expected_generation(provider, data):
 
 def _check_records(provider, inventories, message):
     reserved_may_equal_total = microversion.is_at_least(
-        RESERVED_EQUAL_TOTAL_VERSION)
+        versions.RESERVED_EQUAL_TOTAL)
     for resource_class, record in inventories.items():
         try:
             inv_db.check_record(provider['uuid'], resource_class, record,
@@ -163,7 +159,7 @@ def replace_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['DELETE'])
 @declaration.handler("Delete all of a provider's inventories", {204: None},
-                     method_from=DELETE_ALL_VERSION)
+                     method_from=versions.DELETE_ALL_INVENTORIES)
 def delete_inventories(uuid):
     context.authorize(policies.DELETE)
     provider = context.provider_or_404(uuid)

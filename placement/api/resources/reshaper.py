@@ -6,6 +6,7 @@ import contextlib
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -17,9 +18,6 @@ from placement.policies import reshaper as policies
 from placement.schemas import allocation as schema
 
 blueprint = flask.Blueprint('reshaper', __name__)
-
-# POST /reshaper exists from 1.30.
-RESHAPE_VERSION = (1, 30)
 
 
 @contextlib.contextmanager
@@ -40,7 +38,7 @@ def _reshape_errors():
 @blueprint.route('/reshaper', methods=['POST'])
 @declaration.handler(
         'Move inventories and allocations between providers at once',
-        {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE)
+        {204: None}, min_version=versions.RESHAPER, body=schema.RESHAPE)
 def reshape():
     context.authorize(policies.RESHAPE)
     body = declaration.body()

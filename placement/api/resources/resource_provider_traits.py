@@ -2,6 +2,7 @@
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -13,8 +14,6 @@ from placement.schemas import resource_provider_trait as schema
 blueprint = flask.Blueprint('resource_provider_traits', __name__)
 
 _PATH = '/resource_providers/<uuid>/traits'
-# A provider's traits exist from 1.6.
-SINCE = (1, 6)
 
 
 def _read(conn, uuid):
@@ -31,7 +30,7 @@ def _response(names, generation, rows):
 
 @blueprint.route(_PATH, methods=['GET'])
 @declaration.handler("List a provider's traits", {200: 'ProviderTraits'},
-                     min_version=SINCE)
+                     min_version=versions.TRAITS)
 def list_traits(uuid):
     context.authorize(policies.RP_TRAIT_LIST)
     provider, rows = context.read(_read, uuid)
@@ -48,7 +47,7 @@ def _replace(conn, uuid, names, expected_generation):
 
 @blueprint.route(_PATH, methods=['PUT'])
 @declaration.handler("Replace a provider's traits", {200: 'ProviderTraits'},
-                     min_version=SINCE, body=schema.PUT)
+                     min_version=versions.TRAITS, body=schema.PUT)
 def update_traits(uuid):
     context.authorize(policies.RP_TRAIT_UPDATE)
     context.provider_or_404(uuid)
@@ -70,7 +69,7 @@ def _delete_all(conn, uuid):
 
 @blueprint.route(_PATH, methods=['DELETE'])
 @declaration.handler("Remove all of a provider's traits", {204: None},
-                     min_version=SINCE)
+                     min_version=versions.TRAITS)
 def delete_traits(uuid):
     context.authorize(policies.RP_TRAIT_DELETE)
     context.write(_delete_all, uuid)
