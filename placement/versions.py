@@ -35,7 +35,8 @@ MICROVERSIONS = (
     Microversion((1, 6), 'traits, and the traits of a provider'),
     Microversion((1, 7), 'PUT of a resource class creates it when missing, '
                  'without a body, instead of renaming it'),
-    Microversion((1, 8), 'PUT of allocations names the project and user'),
+    Microversion((1, 8), 'PUT of allocations requires project_id and '
+                 'user_id'),
     Microversion((1, 9), 'GET /usages: totals of a project (and user)'),
     Microversion((1, 10), 'GET /allocation_candidates'),
     Microversion((1, 11), 'an allocations link in provider bodies'),

@@ -1,12 +1,14 @@
-"""Request bodies for /allocations and /reshaper, per microversion.
+"""Request bodies for /allocations and /reshaper, per microversion, and
+the allocations of a consumer and of a provider.
 
-Property order and nesting follow upstream: validation messages print the
-schema.
+Request property order and nesting follow upstream: validation messages
+print the schema.
 """
 import copy
 
 from placement import versions
 from placement.schemas import inventory as inventory_schema
+from placement.schemas import response
 
 UUID_KEY = '^[0-9a-fA-F-]{36}$'
 
@@ -164,3 +166,37 @@ def _reshape(consumer):
 RESHAPE = {versions.RESHAPER: _reshape(PUT_V1_28),
            versions.GROUP_MAPPINGS: _reshape(PUT_V1_34),
            versions.CONSUMER_TYPE: _reshape(PUT_V1_38)}
+
+
+def _allocations(**fields):
+    """GET's allocations: {uuid: resources and ``fields``}."""
+    return {
+        'type': 'object',
+        'additionalProperties': {
+            'type': 'object',
+            'required': ['resources'],
+            'properties': dict(resources=response.AMOUNTS, **fields),
+        },
+    }
+
+
+CONSUMER_ALLOCATIONS = response.Body('ConsumerAllocations', {
+    'type': 'object',
+    'required': ['allocations'],
+    'properties': {
+        'allocations': _allocations(generation={'type': 'integer'}),
+        'project_id': {'type': 'string'},
+        'user_id': {'type': 'string'},
+        'consumer_generation': {'type': ['integer', 'null']},
+        'consumer_type': {'type': ['string', 'null']},
+    },
+})
+PROVIDER_ALLOCATIONS = response.Body('ProviderAllocations', {
+    'type': 'object',
+    'required': ['allocations', 'resource_provider_generation'],
+    'properties': {
+        'allocations': _allocations(
+            consumer_generation={'type': ['integer', 'null']}),
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})

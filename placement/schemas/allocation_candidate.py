@@ -1,12 +1,15 @@
-"""The GET /allocation_candidates query string, per microversion.
+"""The GET /allocation_candidates query string, per microversion, and its
+response (and that of its explanation, GET /x-explain/...).
 
-Each version's document extends the previous one the way upstream's do,
-so that validation messages (which print the schema) read the same.
+Each version's query document extends the previous one the way
+upstream's do, so that validation messages (which print the schema) read
+the same.
 """
 import copy
 from typing import Any
 
 from placement import versions
+from placement.schemas import response
 
 # The keys of a request group; from 1.25 they take a suffix naming it:
 # numbers before 1.33, then short words.
@@ -84,3 +87,18 @@ GET = {
     versions.ROOT_REQUIRED: GET_1_35,
     versions.SAME_SUBTREE: GET_1_36,
 }
+
+ALLOCATION_CANDIDATES = response.Body('AllocationCandidates', {
+    'type': 'object',
+    'required': ['allocation_requests', 'provider_summaries'],
+    'properties': {
+        'allocation_requests': {'type': 'array',
+                                'items': {'type': 'object'}},
+        'provider_summaries': {'type': 'object'},
+    },
+})
+EXPLANATION = response.Body('Explanation', {
+    'type': 'object',
+    'description': 'See GET /x-explain/allocation_candidates in the '
+                   'README.',
+})

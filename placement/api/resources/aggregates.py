@@ -29,7 +29,7 @@ def _read(conn, uuid):
 
 @blueprint.route(_PATH, methods=['GET'])
 @declaration.handler(
-        "List a provider's aggregates", {200: 'ProviderAggregates'},
+        "List a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
         min_version=versions.PROVIDER_AGGREGATES)
 def list_aggregates(uuid):
     context.authorize(policies.LIST)
@@ -45,7 +45,7 @@ def _replace(conn, uuid, uuids, expected_generation):
 
 @blueprint.route(_PATH, methods=['PUT'])
 @declaration.handler(
-        "Replace a provider's aggregates", {200: 'ProviderAggregates'},
+        "Replace a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
         min_version=versions.PROVIDER_AGGREGATES,
         body={versions.PROVIDER_AGGREGATES: schema.PUT,
               versions.AGGREGATES_GENERATION: schema.PUT_1_19})

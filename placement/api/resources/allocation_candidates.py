@@ -79,7 +79,7 @@ _SUMMARY_VIEW = {
 
 @blueprint.route('/allocation_candidates', methods=['GET'])
 @declaration.handler('Allocation candidates for a request of resources',
-                     {200: 'AllocationCandidates'},
+                     {200: schema.ALLOCATION_CANDIDATES},
                      min_version=versions.ALLOCATION_CANDIDATES,
                      query=schema.GET)
 def list_allocation_candidates():

@@ -43,7 +43,8 @@ def _listed_resources(allocations):
 
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['GET'])
-@declaration.handler("A consumer's allocations", {200: 'ConsumerAllocations'})
+@declaration.handler("A consumer's allocations",
+                     {200: schema.CONSUMER_ALLOCATIONS})
 def show_allocations(consumer_uuid):
     context.authorize(policies.ALLOC_LIST)
     rows, consumer = context.read(alloc_db.for_consumer, consumer_uuid)
@@ -118,7 +119,7 @@ def _provider_allocations(conn, provider_uuid):
 
 @blueprint.route('/resource_providers/<uuid>/allocations', methods=['GET'])
 @declaration.handler(
-        'Allocations against a provider', {200: 'ProviderAllocations'})
+        'Allocations against a provider', {200: schema.PROVIDER_ALLOCATIONS})
 def list_provider_allocations(uuid):
     context.authorize(policies.RP_ALLOC_LIST)
     provider, rows = context.read(_provider_allocations, uuid)

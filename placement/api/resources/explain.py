@@ -56,7 +56,7 @@ def _latest_by_default(view):
 @_latest_by_default
 @declaration.handler(
         'Explain which allocation candidates a query finds, and why not '
-        'more (extension, admin only)', {200: 'Explanation'},
+        'more (extension, admin only)', {200: schema.EXPLANATION},
         min_version=versions.ALLOCATION_CANDIDATES, query=schema.GET)
 def explain_allocation_candidates():
     context.authorize(policies.EXPLAIN)

@@ -84,7 +84,8 @@ def _item_location(uuid, resource_class):
 
 
 @blueprint.route(_COLLECTION, methods=['GET'])
-@declaration.handler("List a provider's inventories", {200: 'Inventories'})
+@declaration.handler("List a provider's inventories",
+                     {200: schema.INVENTORIES})
 def list_inventories(uuid):
     context.authorize(policies.LIST)
     provider = _shown_provider(uuid)
@@ -97,7 +98,7 @@ def list_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['POST'])
 @declaration.handler(
-        'Create one inventory', {201: 'Inventory'}, body=schema.POST)
+        'Create one inventory', {201: schema.INVENTORY}, body=schema.POST)
 def create_inventory(uuid):
     context.authorize(policies.CREATE)
     provider = context.provider_or_404(uuid)
@@ -126,7 +127,7 @@ def create_inventory(uuid):
 
 @blueprint.route(_COLLECTION, methods=['PUT'])
 @declaration.handler(
-        "Replace all of a provider's inventories", {200: 'Inventories'},
+        "Replace all of a provider's inventories", {200: schema.INVENTORIES},
         body=schema.PUT_ALL)
 def replace_inventories(uuid):
     context.authorize(policies.UPDATE)
@@ -176,7 +177,7 @@ def delete_inventories(uuid):
 
 
 @blueprint.route(_ITEM, methods=['GET'])
-@declaration.handler('Show one inventory', {200: 'Inventory'})
+@declaration.handler('Show one inventory', {200: schema.INVENTORY})
 def show_inventory(uuid, resource_class):
     context.authorize(policies.SHOW)
     provider = _shown_provider(uuid)
@@ -191,7 +192,7 @@ def show_inventory(uuid, resource_class):
 
 @blueprint.route(_ITEM, methods=['PUT'])
 @declaration.handler(
-        'Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE)
+        'Update one inventory', {200: schema.INVENTORY}, body=schema.PUT_ONE)
 def update_inventory(uuid, resource_class):
     context.authorize(policies.UPDATE)
     provider = context.provider_or_404(uuid)

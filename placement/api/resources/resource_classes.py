@@ -26,7 +26,7 @@ def _view(row):
 
 
 @blueprint.route('/resource_classes', methods=['GET'])
-@declaration.handler('List resource classes', {200: 'ResourceClasses'},
+@declaration.handler('List resource classes', {200: schema.RESOURCE_CLASSES},
                      min_version=versions.RESOURCE_CLASSES)
 def list_resource_classes():
     context.authorize(policies.LIST)
@@ -53,7 +53,7 @@ def create_resource_class():
 
 
 @blueprint.route('/resource_classes/<name>', methods=['GET'])
-@declaration.handler('Show a resource class', {200: 'ResourceClass'},
+@declaration.handler('Show a resource class', {200: schema.RESOURCE_CLASS},
                      min_version=versions.RESOURCE_CLASSES)
 def show_resource_class(name):
     context.authorize(policies.SHOW)
@@ -66,7 +66,7 @@ def show_resource_class(name):
 @declaration.handler(
     'Rename a custom resource class (1.2-1.6); create it if missing (1.7+, '
     'no body)',
-    {versions.RESOURCE_CLASSES: {200: 'ResourceClass'},
+    {versions.RESOURCE_CLASSES: {200: schema.RESOURCE_CLASS},
      versions.ENSURE_RESOURCE_CLASS: {201: None, 204: None}},
     min_version=versions.RESOURCE_CLASSES,
     body={versions.RESOURCE_CLASSES: schema.PUT,

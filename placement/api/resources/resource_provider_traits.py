@@ -29,7 +29,7 @@ def _response(names, generation, rows):
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@declaration.handler("List a provider's traits", {200: 'ProviderTraits'},
+@declaration.handler("List a provider's traits", {200: schema.PROVIDER_TRAITS},
                      min_version=versions.TRAITS)
 def list_traits(uuid):
     context.authorize(policies.RP_TRAIT_LIST)
@@ -46,7 +46,8 @@ def _replace(conn, uuid, names, expected_generation):
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@declaration.handler("Replace a provider's traits", {200: 'ProviderTraits'},
+@declaration.handler("Replace a provider's traits",
+                     {200: schema.PROVIDER_TRAITS},
                      min_version=versions.TRAITS, body=schema.PUT)
 def update_traits(uuid):
     context.authorize(policies.RP_TRAIT_UPDATE)

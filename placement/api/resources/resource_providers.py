@@ -66,7 +66,8 @@ def viewer():
 
 
 @blueprint.route('/resource_providers', methods=['GET'])
-@declaration.handler('List resource providers', {200: 'ResourceProviders'},
+@declaration.handler('List resource providers',
+                     {200: schema.RESOURCE_PROVIDERS},
                      query={versions.MIN_VERSION: schema.LIST_QUERY,
                             versions.MEMBER_OF_FILTER: schema.LIST_QUERY_1_3,
                             versions.RESOURCES_FILTER: schema.LIST_QUERY_1_4,
@@ -117,7 +118,7 @@ def _list(conn, filters, group):
 @declaration.handler('Create a resource provider',
                      {versions.MIN_VERSION: {201: None},
                       versions.CREATE_RETURNS_PROVIDER: {
-                          200: 'ResourceProvider'}},
+                          200: schema.RESOURCE_PROVIDER}},
                      body={versions.MIN_VERSION: schema.POST,
                            versions.PROVIDER_TREES: schema.POST_1_14})
 def create_resource_provider():
@@ -146,7 +147,8 @@ def create_resource_provider():
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['GET'])
-@declaration.handler('Show a resource provider', {200: 'ResourceProvider'})
+@declaration.handler('Show a resource provider',
+                     {200: schema.RESOURCE_PROVIDER})
 def show_resource_provider(uuid):
     context.authorize(policies.SHOW)
     row = context.provider_or_404(uuid)
@@ -170,7 +172,7 @@ def delete_resource_provider(uuid):
 
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
 @declaration.handler(
-        'Update a resource provider', {200: 'ResourceProvider'},
+        'Update a resource provider', {200: schema.RESOURCE_PROVIDER},
         body={versions.MIN_VERSION: schema.PUT,
               versions.PROVIDER_TREES: schema.PUT_1_14})
 def update_resource_provider(uuid):

@@ -46,7 +46,7 @@ def _associated_filter(value):
 
 
 @blueprint.route('/traits', methods=['GET'])
-@declaration.handler('List traits', {200: 'Traits'},
+@declaration.handler('List traits', {200: schema.TRAITS},
                      min_version=versions.TRAITS, query=schema.LIST_QUERY)
 def list_traits():
     context.authorize(policies.TRAITS_LIST)

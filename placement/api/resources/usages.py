@@ -19,7 +19,7 @@ def _response(body):
 
 
 @blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
-@declaration.handler("A provider's usages", {200: 'ProviderUsages'})
+@declaration.handler("A provider's usages", {200: schema.PROVIDER_USAGES})
 def provider_usages(uuid):
     context.authorize(policies.PROVIDER_USAGES)
     provider = context.provider_or_404(
@@ -31,7 +31,7 @@ def provider_usages(uuid):
 
 @blueprint.route('/usages', methods=['GET'])
 @declaration.handler("Usages of a project's (and user's) consumers",
-                     {200: 'Usages'}, min_version=versions.TOTAL_USAGES,
+                     {200: schema.USAGES}, min_version=versions.TOTAL_USAGES,
                      query={versions.TOTAL_USAGES: schema.QUERY,
                             versions.CONSUMER_TYPE: schema.QUERY_V1_38})
 def total_usages():
