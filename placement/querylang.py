@@ -11,8 +11,8 @@ version)`` does the same for the filters of GET /resource_providers, with
 the same value parsers. Nothing here touches the database: whether a
 trait or resource class exists is the caller's business.
 
-The syntax grew with microversions; the ``*_VERSION`` constants say when.
-Versions are (major, minor) tuples.
+The syntax grew with microversions; the gates of placement.versions say
+when. Versions are (major, minor) tuples.
 """
 import re
 from typing import Iterable
@@ -24,26 +24,6 @@ from placement import validation
 from placement import versions
 from placement.candidates import request as model
 from placement.schemas import allocation_candidate as schema
-
-# GET /allocation_candidates exists from here.
-MIN_VERSION = (1, 10)
-# Summaries show every inventory, not only the requested classes.
-EVERY_CLASS_VERSION = (1, 27)
-# Before this a candidate takes at most one provider per tree.
-NESTED_VERSION = (1, 29)
-# Suffixes are numbers before this, then short words.
-WORD_SUFFIX_VERSION = (1, 33)
-# Resourceless groups become legal, tied to same_subtree.
-SAME_SUBTREE_VERSION = (1, 36)
-
-# `!TRAIT` in `required` (and `root_required`).
-FORBIDDEN_TRAITS_VERSION = (1, 22)
-# `required=in:A,B`, and `required` may be repeated (ANDed).
-ANY_TRAITS_VERSION = (1, 39)
-# `member_of` may be repeated (ANDed).
-MULTIPLE_MEMBER_OF_VERSION = (1, 24)
-# `member_of=!uuid` and `member_of=!in:uuid1,uuid2`.
-FORBIDDEN_AGGREGATES_VERSION = (1, 32)
 
 INVALID_QUERY = 'Invalid query string parameters: '
 
@@ -96,10 +76,10 @@ def parse(pairs: Iterable[tuple[str, str]],
     included; ``version`` the request's microversion.
     """
     pairs = list(pairs)
-    if version < MIN_VERSION:
+    if version < versions.ALLOCATION_CANDIDATES:
         raise exception.BadInput(
-            'Allocation candidates exist from microversion %d.%d.'
-            % MIN_VERSION)
+            'Allocation candidates exist from microversion %s.'
+            % versions.to_text(versions.ALLOCATION_CANDIDATES))
     validation.check_query(pairs, versions.pick(schema.GET, version))
     return _request(pairs, version)
 
@@ -147,14 +127,15 @@ def _request(pairs, version):
         root_required=required,
         root_forbidden=forbidden,
         same_subtrees=_same_subtrees(values_of(pairs, 'same_subtree')),
-        nested=version >= NESTED_VERSION,
-        every_class=version >= EVERY_CLASS_VERSION)
+        nested=version >= versions.NESTED_CANDIDATES,
+        every_class=version >= versions.EVERY_CLASS_SUMMARIES)
     request.groups = _groups(pairs, version)
-    if version >= SAME_SUBTREE_VERSION:
+    # Groups without resources are legal with same_subtree.
+    if version >= versions.SAME_SUBTREE:
         _check_resourceless(request)
     else:
         _check_orphans(request.groups)
-    if version >= FORBIDDEN_TRAITS_VERSION:
+    if version >= versions.FORBIDDEN_TRAITS:
         _check_conflicts(request.groups)
     if request.group_policy is None and request.suffixed_count() > 1:
         raise exception.BadInput(
@@ -211,7 +192,7 @@ def _groups(pairs, version):
     """Groups in order of first appearance; every key occurrence is
     parsed where it stands so that the first bad one is reported.
     """
-    pattern = _KEYS_WORDS if version >= WORD_SUFFIX_VERSION else (
+    pattern = _KEYS_WORDS if version >= versions.WORD_SUFFIXES else (
         _KEYS_NUMBERED)
     groups: dict[str, model.Group] = {}
     for key, value in pairs:
@@ -387,14 +368,14 @@ def required_traits(values: list[str], version: tuple[int, int],
     schema keeps one value per key); from 1.39 every occurrence is ANDed.
     ``allow_any=False`` rejects ``in:`` at any version (``root_required``).
     """
-    many = version >= ANY_TRAITS_VERSION
+    many = version >= versions.ANY_TRAITS
     if not many:
         values = values[-1:]
     groups, forbidden = [], set()
     for value in values:
         value_groups, value_forbidden = traits(
             value,
-            allow_forbidden=version >= FORBIDDEN_TRAITS_VERSION,
+            allow_forbidden=version >= versions.FORBIDDEN_TRAITS,
             allow_any=many and allow_any)
         groups.extend(value_groups)
         forbidden |= value_forbidden
@@ -434,9 +415,9 @@ def member_of(values: list[str], version: tuple[int, int]
     must be in at least one aggregate of every group. ``forbidden`` is a
     set of aggregate uuids the provider must be in none of.
     """
-    if len(values) > 1 and version < MULTIPLE_MEMBER_OF_VERSION:
+    if len(values) > 1 and version < versions.MULTIPLE_MEMBER_OF:
         raise exception.BadInput(_MULTIPLE_MEMBER_OF)
-    allow_forbidden = version >= FORBIDDEN_AGGREGATES_VERSION
+    allow_forbidden = version >= versions.FORBIDDEN_AGGREGATES
     groups, forbidden = [], set()
     for value in values:
         uuids, negated = aggregates(value, allow_forbidden)

@@ -1,4 +1,7 @@
-"""Request bodies of PUT /resource_providers/{uuid}/aggregates."""
+"""Request and response bodies of /resource_providers/{uuid}/aggregates.
+"""
+from placement import versions
+from placement.schemas import response
 
 # 1.1-1.18: a bare list of aggregate uuids.
 PUT = {
@@ -17,3 +20,14 @@ PUT_1_19 = {
     'required': ['aggregates', 'resource_provider_generation'],
     'additionalProperties': False,
 }
+
+PROVIDER_AGGREGATES = response.Body('ProviderAggregates', {
+    'type': 'object',
+    'required': ['aggregates'],
+    'properties': {
+        'aggregates': {'type': 'array', 'items': response.UUID},
+        'resource_provider_generation': {
+            'type': 'integer',
+            'description': response.since(versions.AGGREGATES_GENERATION)},
+    },
+})

@@ -1,11 +1,14 @@
-"""Request bodies for /allocations and /reshaper, per microversion.
+"""Request bodies for /allocations and /reshaper, per microversion, and
+the allocations of a consumer and of a provider.
 
-Property order and nesting follow upstream: validation messages print the
-schema.
+Request property order and nesting follow upstream: validation messages
+print the schema.
 """
 import copy
 
+from placement import versions
 from placement.schemas import inventory as inventory_schema
+from placement.schemas import response
 
 UUID_KEY = '^[0-9a-fA-F-]{36}$'
 
@@ -113,8 +116,12 @@ PUT_V1_38['properties']['consumer_type'] = {
     'minLength': 1, 'maxLength': 255}
 PUT_V1_38['required'].append('consumer_type')
 
-PUT = {(1, 0): PUT_V1_0, (1, 8): PUT_V1_8, (1, 12): PUT_V1_12,
-       (1, 28): PUT_V1_28, (1, 34): PUT_V1_34, (1, 38): PUT_V1_38}
+PUT = {versions.MIN_VERSION: PUT_V1_0,
+       versions.CONSUMER_OWNER: PUT_V1_8,
+       versions.ALLOCATIONS_BY_PROVIDER: PUT_V1_12,
+       versions.CONSUMER_GENERATION: PUT_V1_28,
+       versions.GROUP_MAPPINGS: PUT_V1_34,
+       versions.CONSUMER_TYPE: PUT_V1_38}
 
 
 def _by_consumer(consumer, min_consumers):
@@ -131,10 +138,10 @@ def _by_consumer(consumer, min_consumers):
 
 # POST /allocations (1.13+): many consumers at once; an empty allocations
 # object removes that consumer's allocations.
-POST = {(1, 13): _by_consumer(PUT_V1_12, 1),
-        (1, 28): _by_consumer(PUT_V1_28, 1),
-        (1, 34): _by_consumer(PUT_V1_34, 1),
-        (1, 38): _by_consumer(PUT_V1_38, 1)}
+POST = {versions.MANY_CONSUMERS: _by_consumer(PUT_V1_12, 1),
+        versions.CONSUMER_GENERATION: _by_consumer(PUT_V1_28, 1),
+        versions.GROUP_MAPPINGS: _by_consumer(PUT_V1_34, 1),
+        versions.CONSUMER_TYPE: _by_consumer(PUT_V1_38, 1)}
 
 
 def _reshape(consumer):
@@ -156,6 +163,40 @@ def _reshape(consumer):
 
 # POST /reshaper (1.30+): inventories of many providers, allocations of
 # many consumers.
-RESHAPE = {(1, 30): _reshape(PUT_V1_28),
-           (1, 34): _reshape(PUT_V1_34),
-           (1, 38): _reshape(PUT_V1_38)}
+RESHAPE = {versions.RESHAPER: _reshape(PUT_V1_28),
+           versions.GROUP_MAPPINGS: _reshape(PUT_V1_34),
+           versions.CONSUMER_TYPE: _reshape(PUT_V1_38)}
+
+
+def _allocations(**fields):
+    """GET's allocations: {uuid: resources and ``fields``}."""
+    return {
+        'type': 'object',
+        'additionalProperties': {
+            'type': 'object',
+            'required': ['resources'],
+            'properties': dict(resources=response.AMOUNTS, **fields),
+        },
+    }
+
+
+CONSUMER_ALLOCATIONS = response.Body('ConsumerAllocations', {
+    'type': 'object',
+    'required': ['allocations'],
+    'properties': {
+        'allocations': _allocations(generation={'type': 'integer'}),
+        'project_id': {'type': 'string'},
+        'user_id': {'type': 'string'},
+        'consumer_generation': {'type': ['integer', 'null']},
+        'consumer_type': {'type': ['string', 'null']},
+    },
+})
+PROVIDER_ALLOCATIONS = response.Body('ProviderAllocations', {
+    'type': 'object',
+    'required': ['allocations', 'resource_provider_generation'],
+    'properties': {
+        'allocations': _allocations(
+            consumer_generation={'type': ['integer', 'null']}),
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})

@@ -1,10 +1,15 @@
-"""The GET /allocation_candidates query string, per microversion.
+"""The GET /allocation_candidates query string, per microversion, and its
+response (and that of its explanation, GET /x-explain/...).
 
-Each version's document extends the previous one the way upstream's do,
-so that validation messages (which print the schema) read the same.
+Each version's query document extends the previous one the way
+upstream's do, so that validation messages (which print the schema) read
+the same.
 """
 import copy
 from typing import Any
+
+from placement import versions
+from placement.schemas import response
 
 # The keys of a request group; from 1.25 they take a suffix naming it:
 # numbers before 1.33, then short words.
@@ -72,13 +77,28 @@ GET_1_36 = copy.deepcopy(GET_1_35)
 GET_1_36['properties']['same_subtree'] = dict(_TEXT)
 
 GET = {
-    (1, 10): GET_1_10,
-    (1, 16): GET_1_16,
-    (1, 17): GET_1_17,
-    (1, 21): GET_1_21,
-    (1, 25): GET_1_25,
-    (1, 31): GET_1_31,
-    (1, 33): GET_1_33,
-    (1, 35): GET_1_35,
-    (1, 36): GET_1_36,
+    versions.ALLOCATION_CANDIDATES: GET_1_10,
+    versions.CANDIDATES_LIMIT: GET_1_16,
+    versions.CANDIDATE_TRAITS: GET_1_17,
+    versions.CANDIDATES_MEMBER_OF: GET_1_21,
+    versions.GRANULAR_GROUPS: GET_1_25,
+    versions.CANDIDATES_IN_TREE: GET_1_31,
+    versions.WORD_SUFFIXES: GET_1_33,
+    versions.ROOT_REQUIRED: GET_1_35,
+    versions.SAME_SUBTREE: GET_1_36,
 }
+
+ALLOCATION_CANDIDATES = response.Body('AllocationCandidates', {
+    'type': 'object',
+    'required': ['allocation_requests', 'provider_summaries'],
+    'properties': {
+        'allocation_requests': {'type': 'array',
+                                'items': {'type': 'object'}},
+        'provider_summaries': {'type': 'object'},
+    },
+})
+EXPLANATION = response.Body('Explanation', {
+    'type': 'object',
+    'description': 'See GET /x-explain/allocation_candidates in the '
+                   'README.',
+})

@@ -1,11 +1,12 @@
-"""Request bodies for /resource_providers/{uuid}/inventories.
+"""Request and response bodies of /resource_providers/{uuid}/inventories.
 
-Property order and nesting follow upstream: validation messages print the
-schema.
+Request property order and nesting follow upstream: validation messages
+print the schema.
 """
 import copy
 
 from placement.db import inventory
+from placement.schemas import response
 
 RESOURCE_CLASS_PATTERN = '^[A-Z0-9_]+$'
 
@@ -56,3 +57,27 @@ PUT_ALL = {
     'required': ['resource_provider_generation', 'inventories'],
     'additionalProperties': False,
 }
+
+INVENTORY = response.Body('Inventory', {
+    'type': 'object',
+    'required': ['total', 'reserved', 'min_unit', 'max_unit',
+                 'step_size', 'allocation_ratio'],
+    'properties': {
+        'total': {'type': 'integer'},
+        'reserved': {'type': 'integer'},
+        'min_unit': {'type': 'integer'},
+        'max_unit': {'type': 'integer'},
+        'step_size': {'type': 'integer'},
+        'allocation_ratio': {'type': 'number'},
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})
+INVENTORIES = response.Body('Inventories', {
+    'type': 'object',
+    'required': ['inventories', 'resource_provider_generation'],
+    'properties': {
+        'inventories': {'type': 'object',
+                        'additionalProperties': INVENTORY},
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})

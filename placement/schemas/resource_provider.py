@@ -1,8 +1,13 @@
-"""Request bodies and the query string of /resource_providers.
+"""Request and response bodies and the query string of
+/resource_providers.
 
-The dict layouts follow upstream's because validation errors print them.
+The request dict layouts follow upstream's because validation errors
+print them.
 """
 import copy
+
+from placement import versions
+from placement.schemas import response
 
 _NAME = {'type': 'string', 'maxLength': 200}
 _UUID = {'type': 'string', 'format': 'uuid'}
@@ -45,3 +50,26 @@ LIST_QUERY_1_14 = _query('name', 'uuid', 'member_of', 'resources',
                          'in_tree')
 LIST_QUERY_1_18 = _query('name', 'uuid', 'member_of', 'resources',
                          'in_tree', 'required')
+
+RESOURCE_PROVIDER = response.Body('ResourceProvider', {
+    'type': 'object',
+    'required': ['uuid', 'name', 'generation', 'links'],
+    'properties': {
+        'uuid': response.UUID,
+        'name': {'type': 'string'},
+        'generation': {'type': 'integer'},
+        'links': response.LINKS,
+        'parent_provider_uuid': {
+            'type': ['string', 'null'],
+            'description': response.since(versions.PROVIDER_TREES)},
+        'root_provider_uuid': {
+            'type': 'string',
+            'description': response.since(versions.PROVIDER_TREES)},
+    },
+})
+RESOURCE_PROVIDERS = response.Body('ResourceProviders', {
+    'type': 'object',
+    'required': ['resource_providers'],
+    'properties': {'resource_providers': {
+        'type': 'array', 'items': RESOURCE_PROVIDER}},
+})

@@ -1,4 +1,5 @@
-"""Request body of PUT /resource_providers/{uuid}/traits."""
+"""Request and response bodies of /resource_providers/{uuid}/traits."""
+from placement.schemas import response
 
 PUT = {
     'type': 'object',
@@ -12,3 +13,12 @@ PUT = {
     'required': ['traits', 'resource_provider_generation'],
     'additionalProperties': False,
 }
+
+PROVIDER_TRAITS = response.Body('ProviderTraits', {
+    'type': 'object',
+    'required': ['traits', 'resource_provider_generation'],
+    'properties': {
+        'traits': {'type': 'array', 'items': {'type': 'string'}},
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})

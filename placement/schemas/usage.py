@@ -1,5 +1,10 @@
-"""Query strings of GET /usages."""
+"""Query strings and responses of GET /usages and of a provider's
+usages.
+"""
 import copy
+
+from placement import versions
+from placement.schemas import response
 
 _ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 
@@ -22,3 +27,22 @@ QUERY_V1_38['properties']['consumer_type'] = {
     'minLength': 1,
     'maxLength': 255,
 }
+
+PROVIDER_USAGES = response.Body('ProviderUsages', {
+    'type': 'object',
+    'required': ['usages', 'resource_provider_generation'],
+    'properties': {
+        'usages': response.AMOUNTS,
+        'resource_provider_generation': {'type': 'integer'},
+    },
+})
+USAGES = response.Body('Usages', {
+    'type': 'object',
+    'required': ['usages'],
+    'properties': {'usages': {
+        'type': 'object',
+        'description': 'Amounts by resource class; from microversion '
+                       '%s grouped by consumer type, each with a '
+                       'consumer_count.'
+                       % versions.to_text(versions.CONSUMER_TYPE)}},
+})

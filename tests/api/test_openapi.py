@@ -1,6 +1,8 @@
 """GET /x-openapi.json: the document, its agreement with the handlers, and
 schemathesis runs against the live application on every backend.
 """
+import importlib
+import pkgutil
 import uuid
 
 import flask
@@ -12,9 +14,11 @@ from schemathesis import checks as schemathesis_checks
 from schemathesis.core import failures as schemathesis_failures
 from schemathesis.specs.openapi import checks as openapi_checks
 
+from placement import schemas
 from placement.api import routes
 from placement.api.pipeline import declaration
 from placement.api.pipeline import microversion
+from placement.schemas import response as response_schema
 
 import error_text
 
@@ -78,6 +82,28 @@ def test_every_route_is_declared():
                                             'declaration', None),
                                     declaration.Declaration)]
     assert not undeclared
+
+
+def _response_bodies():
+    """Every response body the schema modules define."""
+    for module in pkgutil.iter_modules(schemas.__path__):
+        loaded = importlib.import_module('placement.schemas.' + module.name)
+        for value in vars(loaded).values():
+            if isinstance(value, response_schema.Body):
+                yield value
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize('version', ['1.0', '1.39'])
+def test_components_are_the_declared_response_bodies(api, version):
+    """Each response body the schemas define is a component under its own
+    name, and none is unused by every handler.
+    """
+    components = _document(api, version)['components']['schemas']
+    bodies = {body.name: body for body in _response_bodies()}
+    assert set(components) == set(bodies)
+    for name, body in bodies.items():
+        assert components[name].keys() == body.schema.keys()
 
 
 @pytest.mark.sqlite_only

@@ -11,257 +11,56 @@ which it exists) and, where they change, ``x-request-schema-versions``
 (the versions from which its query or body schema differs).
 
 It is built at runtime from the application itself: paths and methods
-from the Flask url map; summaries, version ranges, success statuses and
-query and body schemas from each route's declaration (``wsgi.handler``),
-the very one its requests are checked against. Only the response shapes
-below are written by hand (tests check them against the service).
+from the Flask url map; summaries, version ranges, success statuses,
+query and body schemas and response bodies from each route's declaration
+(``declaration.handler``), the very one its requests are checked against.
+The response bodies' schemas (placement.schemas.*, response.Body) become
+the document's components; tests check them against the service.
 """
 import http
 import json
 import re
+from typing import Any
+from typing import Callable
+from typing import Iterable
 import urllib.parse
 
+import flask
 import webob
 
 from placement import versions as versions_module
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
+from placement.schemas import response as response_schema
 
 PATH = '/x-openapi.json'
 OPENAPI_VERSION = '3.1.0'
 VERSION_HEADER = 'OpenStack-API-Version'
 
-
-def _ref(name):
-    return {'$ref': '#/components/schemas/' + name}
-
-
-_LINKS = {
-    'type': 'array',
-    'items': {
-        'type': 'object',
-        'required': ['rel', 'href'],
-        'properties': {'rel': {'type': 'string'},
-                       'href': {'type': 'string'}},
-    },
-}
-_UUID = {'type': 'string', 'format': 'uuid'}
-_AMOUNTS = {'type': 'object', 'additionalProperties': {'type': 'integer'}}
-
-# Response shapes, as components/schemas. Fields that only some versions
-# carry are described but not required.
-_SCHEMAS = {
-    'Error': {
-        'type': 'object',
-        'required': ['errors'],
-        'properties': {'errors': {
-            'type': 'array',
-            'minItems': 1,
-            'items': {
-                'type': 'object',
-                'required': ['status', 'title', 'detail', 'request_id'],
-                'properties': {
-                    'status': {'type': 'integer'},
-                    'title': {'type': 'string'},
-                    'detail': {'type': 'string'},
-                    'request_id': {'type': ['string', 'null']},
-                    'code': {'type': 'string',
-                             'description': 'From microversion 1.23.'},
-                    'min_version': {'type': 'string'},
-                    'max_version': {'type': 'string'},
-                },
-            },
-        }},
-    },
-    'Versions': {
-        'type': 'object',
-        'required': ['versions'],
-        'properties': {'versions': {
-            'type': 'array',
-            'items': {
-                'type': 'object',
-                'required': ['id', 'min_version', 'max_version', 'status',
-                             'links'],
-                'properties': {
-                    'id': {'type': 'string'},
-                    'min_version': {'type': 'string'},
-                    'max_version': {'type': 'string'},
-                    'status': {'type': 'string'},
-                    'links': _LINKS,
-                },
-            },
-        }},
-    },
-    'ResourceClass': {
-        'type': 'object',
-        'required': ['name', 'links'],
-        'properties': {'name': {'type': 'string'}, 'links': _LINKS},
-    },
-    'ResourceClasses': {
-        'type': 'object',
-        'required': ['resource_classes'],
-        'properties': {'resource_classes': {
-            'type': 'array', 'items': _ref('ResourceClass')}},
-    },
-    'Traits': {
-        'type': 'object',
-        'required': ['traits'],
-        'properties': {'traits': {'type': 'array',
-                                  'items': {'type': 'string'}}},
-    },
-    'ResourceProvider': {
-        'type': 'object',
-        'required': ['uuid', 'name', 'generation', 'links'],
-        'properties': {
-            'uuid': _UUID,
-            'name': {'type': 'string'},
-            'generation': {'type': 'integer'},
-            'links': _LINKS,
-            'parent_provider_uuid': {
-                'type': ['string', 'null'],
-                'description': 'From microversion 1.14.'},
-            'root_provider_uuid': {
-                'type': 'string', 'description': 'From microversion 1.14.'},
-        },
-    },
-    'ResourceProviders': {
-        'type': 'object',
-        'required': ['resource_providers'],
-        'properties': {'resource_providers': {
-            'type': 'array', 'items': _ref('ResourceProvider')}},
-    },
-    'ProviderAggregates': {
-        'type': 'object',
-        'required': ['aggregates'],
-        'properties': {
-            'aggregates': {'type': 'array', 'items': _UUID},
-            'resource_provider_generation': {
-                'type': 'integer',
-                'description': 'From microversion 1.19.'},
-        },
-    },
-    'ProviderTraits': {
-        'type': 'object',
-        'required': ['traits', 'resource_provider_generation'],
-        'properties': {
-            'traits': {'type': 'array', 'items': {'type': 'string'}},
-            'resource_provider_generation': {'type': 'integer'},
-        },
-    },
-    'Inventory': {
-        'type': 'object',
-        'required': ['total', 'reserved', 'min_unit', 'max_unit',
-                     'step_size', 'allocation_ratio'],
-        'properties': {
-            'total': {'type': 'integer'},
-            'reserved': {'type': 'integer'},
-            'min_unit': {'type': 'integer'},
-            'max_unit': {'type': 'integer'},
-            'step_size': {'type': 'integer'},
-            'allocation_ratio': {'type': 'number'},
-            'resource_provider_generation': {'type': 'integer'},
-        },
-    },
-    'Inventories': {
-        'type': 'object',
-        'required': ['inventories', 'resource_provider_generation'],
-        'properties': {
-            'inventories': {'type': 'object',
-                            'additionalProperties': _ref('Inventory')},
-            'resource_provider_generation': {'type': 'integer'},
-        },
-    },
-    'ProviderUsages': {
-        'type': 'object',
-        'required': ['usages', 'resource_provider_generation'],
-        'properties': {
-            'usages': _AMOUNTS,
-            'resource_provider_generation': {'type': 'integer'},
-        },
-    },
-    'Usages': {
-        'type': 'object',
-        'required': ['usages'],
-        'properties': {'usages': {
-            'type': 'object',
-            'description': 'Amounts by resource class; from microversion '
-                           '1.38 grouped by consumer type, each with a '
-                           'consumer_count.'}},
-    },
-    'ConsumerAllocations': {
-        'type': 'object',
-        'required': ['allocations'],
-        'properties': {
-            'allocations': {
-                'type': 'object',
-                'additionalProperties': {
-                    'type': 'object',
-                    'required': ['resources'],
-                    'properties': {'resources': _AMOUNTS,
-                                   'generation': {'type': 'integer'}},
-                },
-            },
-            'project_id': {'type': 'string'},
-            'user_id': {'type': 'string'},
-            'consumer_generation': {'type': ['integer', 'null']},
-            'consumer_type': {'type': ['string', 'null']},
-        },
-    },
-    'ProviderAllocations': {
-        'type': 'object',
-        'required': ['allocations', 'resource_provider_generation'],
-        'properties': {
-            'allocations': {
-                'type': 'object',
-                'additionalProperties': {
-                    'type': 'object',
-                    'required': ['resources'],
-                    'properties': {
-                        'resources': _AMOUNTS,
-                        'consumer_generation': {'type': ['integer', 'null']},
-                    },
-                },
-            },
-            'resource_provider_generation': {'type': 'integer'},
-        },
-    },
-    'Explanation': {
-        'type': 'object',
-        'description': 'See GET /x-explain/allocation_candidates in the '
-                       'README.',
-    },
-    'AllocationCandidates': {
-        'type': 'object',
-        'required': ['allocation_requests', 'provider_summaries'],
-        'properties': {
-            'allocation_requests': {'type': 'array',
-                                    'items': {'type': 'object'}},
-            'provider_summaries': {'type': 'object'},
-        },
-    },
-}
-
-
 # Open operations: no token needed.
 _OPEN = {'root.home'}
 _PATH_ARGUMENT = re.compile(r'<(?:[^:<>]+:)?([^<>]+)>')
 _PATH_PARAMETERS = {
-    'uuid': ('A resource provider uuid.', _UUID),
-    'consumer_uuid': ('A consumer uuid.', _UUID),
+    'uuid': ('A resource provider uuid.', response_schema.UUID),
+    'consumer_uuid': ('A consumer uuid.', response_schema.UUID),
     'resource_class': ('A resource class name.', {'type': 'string'}),
     'name': ('A resource class or trait name.', {'type': 'string'}),
 }
 _WRITES = ('PUT', 'POST', 'PATCH', 'DELETE')
 
 
-def document(app, version=versions_module.MAX_VERSION):
+def document(app: flask.Flask,
+             version: versions_module.Version = versions_module.MAX_VERSION
+             ) -> dict[str, Any]:
     """The OpenAPI document of Flask ``app`` at ``version`` (a tuple), from
-    the routes' declarations (placement.api.wsgi.Declaration).
+    the routes' declarations (placement.api.pipeline.declaration).
     """
-    version_text = '%d.%d' % version
-    paths = {}
-    for rule in app.url_map.iter_rules():
-        declaration = app.view_functions[rule.endpoint].declaration
+    version_text = versions_module.to_text(version)
+    rules = list(app.url_map.iter_rules())
+    declarations = [app.view_functions[rule.endpoint].declaration
+                    for rule in rules]
+    paths: dict[str, dict[str, Any]] = {}
+    for rule, declaration in zip(rules, declarations):
         low, high = declaration.documented_from, declaration.versions[1]
         if not low <= version <= high:
             continue
@@ -284,7 +83,7 @@ def document(app, version=versions_module.MAX_VERSION):
         'security': [{'token': []}],
         'paths': paths,
         'components': {
-            'schemas': _SCHEMAS,
+            'schemas': _components(declarations),
             'securitySchemes': {'token': {
                 'type': 'apiKey', 'in': 'header', 'name': 'X-Auth-Token',
                 'description': 'A Keystone token (with auth_strategy '
@@ -298,8 +97,8 @@ def _operation(rule, method, declaration, version, versions):
     described = {
         'operationId': rule.endpoint,
         'summary': declaration.summary,
-        'x-microversions': {'min': '%d.%d' % versions[0],
-                            'max': '%d.%d' % versions[1]},
+        'x-microversions': {'min': versions_module.to_text(versions[0]),
+                            'max': versions_module.to_text(versions[1])},
         'parameters': _parameters(rule, version),
     }
     query = declaration.query and versions_module.pick(
@@ -313,7 +112,7 @@ def _operation(rule, method, declaration, version, versions):
                       if table for key in table if key > versions[0]})
     if changes:
         described['x-request-schema-versions'] = [
-            '%d.%d' % key for key in changes]
+            versions_module.to_text(key) for key in changes]
     body = declaration.body and versions_module.pick(
         declaration.body, version)
     if body is not None:
@@ -333,7 +132,7 @@ def _parameters(rule, version):
         'name': VERSION_HEADER, 'in': 'header', 'required': True,
         'description': 'Selects the microversion this document describes.',
         'schema': {'type': 'string',
-                   'const': 'placement %d.%d' % version},
+                   'const': 'placement ' + versions_module.to_text(version)},
     }]
     for name in _PATH_ARGUMENT.findall(rule.rule):
         description, schema = _PATH_PARAMETERS[name]
@@ -366,15 +165,49 @@ def _responses(endpoint, method, ok, has_body):
     for status in sorted(failures):
         # keystonemiddleware and noauth2 word 401 their own way.
         responses[str(status)] = _response(
-            status, None if status == 401 else 'Error')
+            status, None if status == 401 else response_schema.ERROR)
     return responses
 
 
-def _response(status, schema):
+def _response(status, body):
     response = {'description': http.HTTPStatus(status).phrase}
-    if schema is not None:
-        response['content'] = {'application/json': {'schema': _ref(schema)}}
+    if body is not None:
+        response['content'] = {'application/json': {'schema': _ref(body)}}
     return response
+
+
+def _ref(body):
+    return {'$ref': '#/components/schemas/' + body.name}
+
+
+def _components(declarations):
+    """components/schemas: the response bodies the routes declare at any
+    version (so every version's document has the same), those their
+    schemas refer to, and the error body; a schema's reference to another
+    body is a $ref to its component.
+    """
+    components = {}
+    bodies = {}
+
+    def component(value):
+        if isinstance(value, response_schema.Body):
+            if bodies.setdefault(value.name, value) is not value:
+                raise ValueError('Two response bodies are named ' + value.name)
+            if value.name not in components:
+                components[value.name] = component(value.schema)
+            return _ref(value)
+        if isinstance(value, dict):
+            return {key: component(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [component(item) for item in value]
+        return value
+
+    component(response_schema.ERROR)
+    for declaration in declarations:
+        for by_status in declaration.ok.values():
+            for body in by_status.values():
+                component(body)
+    return components
 
 
 class Endpoint:
@@ -382,11 +215,12 @@ class Endpoint:
     (its ``servers`` entry is the URL prefix the API is mounted under).
     """
 
-    def __init__(self, app):
+    def __init__(self, app: flask.Flask) -> None:
         self._app = app
-        self._encoded = {}
+        self._encoded: dict[tuple[versions_module.Version, str], bytes] = {}
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = webob.Request(environ)
         # Not request.GET: webob refuses a query string that is not UTF-8.
         asked = urllib.parse.parse_qs(

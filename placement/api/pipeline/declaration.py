@@ -23,11 +23,12 @@ class Declaration:
     disagree.
 
     ``ok``, ``query`` and ``body`` are tables {first version: value}, as
-    versions.pick reads them: ``ok`` values are {status: response schema
-    name, or None for no body}; ``query`` and ``body`` values are the JSON
-    schemas ``params()`` and ``body()`` validate with (None: no body at
-    that version). ``versions`` is the (min, max) range the route exists
-    in (404 outside); below ``method_from`` it answers 405 instead.
+    versions.pick reads them: ``ok`` values are {status: response body
+    (placement.schemas.response.Body), or None for none}; ``query`` and
+    ``body`` values are the JSON schemas ``params()`` and ``body()``
+    validate with (None: no body at that version). ``versions`` is the
+    (min, max) range the route exists in (404 outside); below
+    ``method_from`` it answers 405 instead.
     ``errors`` words the domain errors the route answers in words of its
     own (errors.Wordings; the others as errors.register's default).
     """

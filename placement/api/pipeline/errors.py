@@ -14,6 +14,7 @@ import webob.exc
 from werkzeug import exceptions as http_exceptions
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import microversion
 from placement.db import engine as db_engine
 from placement.exception import ILLEGAL_DUPLICATE_QUERYPARAM  # noqa: F401
@@ -30,9 +31,6 @@ PROVIDER_IN_USE = 'placement.resource_provider.inuse'
 PROVIDER_CANNOT_DELETE_PARENT = (
     'placement.resource_provider.cannot_delete_parent')
 RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
-
-# Version at which error bodies start carrying a ``code``.
-CODE_MIN_VERSION = (1, 23)
 
 
 class PlacementHTTPError(Exception):
@@ -119,7 +117,7 @@ def json_formatter(body: str, status: str, title: str,
             # versions are available.
             error['max_version'] = microversion.max_version_string()
             error['min_version'] = microversion.min_version_string()
-    elif version >= CODE_MIN_VERSION:
+    elif version >= versions.ERROR_CODES:
         error['code'] = environ.get('placement.error_code') or DEFAULT
     return {'errors': [error]}
 

@@ -58,7 +58,7 @@ def is_at_least(minimum):
 
 def by_version(choices, version=None):
     """Pick the value whose version key is the highest one not above the
-    request's (or ``version``'s): ``by_version({(1, 0): a, (1, 12): b})``.
+    request's (or ``version``'s): ``by_version({MIN_VERSION: a, GATE: b})``.
     """
     return versions.pick(choices, current() if version is None else version)
 

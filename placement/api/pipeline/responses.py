@@ -8,13 +8,10 @@ import flask
 import orjson
 from werkzeug import http as werkzeug_http
 
+from placement import versions
 from placement.api.pipeline import microversion
 
 JSON = 'application/json'
-
-
-# Version from which GET responses carry cache headers.
-CACHE_HEADERS_VERSION = (1, 15)
 
 
 def json_response(data, status=200, last_modified=None, undated=False):
@@ -47,7 +44,7 @@ def _with_cache_headers(response, last_modified, undated=False):
     """From 1.15 a GET tells caches when the data last changed, and not to
     keep it; an ``undated`` answer (no date to give) only the latter.
     """
-    if not microversion.is_at_least(CACHE_HEADERS_VERSION):
+    if not microversion.is_at_least(versions.CACHE_HEADERS):
         return response
     if last_modified is not None:
         response.headers['Last-Modified'] = werkzeug_http.http_date(

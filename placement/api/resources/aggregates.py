@@ -1,6 +1,7 @@
 """/resource_providers/{uuid}/aggregates: list and replace (1.1+)."""
 import flask
 
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import microversion
@@ -11,17 +12,12 @@ from placement.schemas import aggregate as schema
 
 blueprint = flask.Blueprint('aggregates', __name__)
 
-# From 1.19 the body carries the provider generation, PUT checks it and
-# bumps it.
-GENERATION_VERSION = (1, 19)
-# A provider's aggregates exist from 1.1.
-SINCE = (1, 1)
 _PATH = '/resource_providers/<uuid>/aggregates'
 
 
 def _response(uuids, generation, last_modified):
     body = {'aggregates': uuids}
-    if microversion.is_at_least(GENERATION_VERSION):
+    if microversion.is_at_least(versions.AGGREGATES_GENERATION):
         body['resource_provider_generation'] = generation
     return responses.json_response(body, last_modified=last_modified)
 
@@ -33,8 +29,8 @@ def _read(conn, uuid):
 
 @blueprint.route(_PATH, methods=['GET'])
 @declaration.handler(
-        "List a provider's aggregates", {200: 'ProviderAggregates'},
-        min_version=SINCE)
+        "List a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
+        min_version=versions.PROVIDER_AGGREGATES)
 def list_aggregates(uuid):
     context.authorize(policies.LIST)
     provider, rows = context.read(_read, uuid)
@@ -49,14 +45,15 @@ def _replace(conn, uuid, uuids, expected_generation):
 
 @blueprint.route(_PATH, methods=['PUT'])
 @declaration.handler(
-        "Replace a provider's aggregates", {200: 'ProviderAggregates'},
-        min_version=SINCE,
-        body={SINCE: schema.PUT, GENERATION_VERSION: schema.PUT_1_19})
+        "Replace a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
+        min_version=versions.PROVIDER_AGGREGATES,
+        body={versions.PROVIDER_AGGREGATES: schema.PUT,
+              versions.AGGREGATES_GENERATION: schema.PUT_1_19})
 def update_aggregates(uuid):
     context.authorize(policies.UPDATE)
     context.provider_or_404(uuid)
     data = declaration.body()
-    if microversion.is_at_least(GENERATION_VERSION):
+    if microversion.is_at_least(versions.AGGREGATES_GENERATION):
         uuids = data['aggregates']
         expected_generation = data['resource_provider_generation']
     else:

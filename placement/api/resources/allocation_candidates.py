@@ -8,6 +8,7 @@ import flask
 
 from placement import candidates
 from placement import querylang
+from placement import versions
 from placement.api.operations import metrics
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
@@ -48,9 +49,9 @@ def _request_with_mappings(candidate):
 
 
 _REQUEST_VIEW = {
-    (1, 10): _request_as_list,
-    (1, 12): _request_as_dict,
-    (1, 34): _request_with_mappings,
+    versions.ALLOCATION_CANDIDATES: _request_as_list,
+    versions.ALLOCATIONS_BY_PROVIDER: _request_as_dict,
+    versions.GROUP_MAPPINGS: _request_with_mappings,
 }
 
 
@@ -70,16 +71,17 @@ def _summary_in_tree(summary):
 
 
 _SUMMARY_VIEW = {
-    (1, 10): _summary,
-    (1, 17): _summary_with_traits,
-    (1, 29): _summary_in_tree,
+    versions.ALLOCATION_CANDIDATES: _summary,
+    versions.CANDIDATE_TRAITS: _summary_with_traits,
+    versions.NESTED_CANDIDATES: _summary_in_tree,
 }
 
 
 @blueprint.route('/allocation_candidates', methods=['GET'])
 @declaration.handler('Allocation candidates for a request of resources',
-                     {200: 'AllocationCandidates'},
-                     min_version=querylang.MIN_VERSION, query=schema.GET)
+                     {200: schema.ALLOCATION_CANDIDATES},
+                     min_version=versions.ALLOCATION_CANDIDATES,
+                     query=schema.GET)
 def list_allocation_candidates():
     context.authorize(policies.LIST)
     request = querylang.parse(inputs.query_pairs(), microversion.current())

@@ -7,6 +7,7 @@ import uuid as uuidlib
 import flask
 from oslo_utils import uuidutils
 
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -19,8 +20,6 @@ from placement.schemas import allocation as schema
 
 blueprint = flask.Blueprint('allocations', __name__)
 
-# POST /allocations, for many consumers at once, exists from 1.13.
-MANY_CONSUMERS_VERSION = (1, 13)
 
 # How both allocation writes begin their answer to a lost race.
 _CHANGED = ('Inventory and/or allocations changed while attempting to '
@@ -28,17 +27,18 @@ _CHANGED = ('Inventory and/or allocations changed while attempting to '
 
 # What GET /allocations/{uuid} tells about the consumer, by version.
 _CONSUMER_FIELDS = {
-    (1, 0): (),
-    (1, 12): ('project_id', 'user_id'),
-    (1, 28): ('project_id', 'user_id', 'consumer_generation'),
-    (1, 38): ('project_id', 'user_id', 'consumer_generation',
-              'consumer_type'),
+    versions.MIN_VERSION: (),
+    versions.ALLOCATIONS_BY_PROVIDER: ('project_id', 'user_id'),
+    versions.CONSUMER_GENERATION: ('project_id', 'user_id',
+                                   'consumer_generation'),
+    versions.CONSUMER_TYPE: ('project_id', 'user_id', 'consumer_generation',
+                             'consumer_type'),
 }
 # What GET /resource_providers/{uuid}/allocations tells about each
 # consumer, by version.
 _PROVIDER_CONSUMER_FIELDS = {
-    (1, 0): (),
-    (1, 28): ('consumer_generation',),
+    versions.MIN_VERSION: (),
+    versions.CONSUMER_GENERATION: ('consumer_generation',),
 }
 
 def _listed_resources(allocations):
@@ -48,7 +48,8 @@ def _listed_resources(allocations):
 
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['GET'])
-@declaration.handler("A consumer's allocations", {200: 'ConsumerAllocations'})
+@declaration.handler("A consumer's allocations",
+                     {200: schema.CONSUMER_ALLOCATIONS})
 def show_allocations(consumer_uuid):
     context.authorize(policies.ALLOC_LIST)
     rows, consumer = context.read(alloc_db.for_consumer, consumer_uuid)
@@ -79,7 +80,8 @@ def set_allocations(consumer_uuid):
     errors.mention(consumer_uuid=consumer_uuid)
     body = declaration.body()
     resources = microversion.by_version(
-        {(1, 0): _listed_resources, (1, 12): claims.keyed_resources}
+        {versions.MIN_VERSION: _listed_resources,
+         versions.ALLOCATIONS_BY_PROVIDER: claims.keyed_resources}
     )(body['allocations'])
     claims.write_retrying(alloc_db.write, [
         claims.consumer_request(consumer_uuid, body, resources)])
@@ -89,7 +91,7 @@ def set_allocations(consumer_uuid):
 @blueprint.route('/allocations', methods=['POST'])
 @declaration.handler(
         'Replace the allocations of several consumers', {204: None},
-        min_version=MANY_CONSUMERS_VERSION, body=schema.POST,
+        min_version=versions.MANY_CONSUMERS, body=schema.POST,
         errors=claims.write_errors(
             'Unable to allocate inventory {error}', _CHANGED))
 def set_many_allocations():
@@ -120,7 +122,7 @@ def _provider_allocations(conn, provider_uuid):
 
 @blueprint.route('/resource_providers/<uuid>/allocations', methods=['GET'])
 @declaration.handler(
-        'Allocations against a provider', {200: 'ProviderAllocations'})
+        'Allocations against a provider', {200: schema.PROVIDER_ALLOCATIONS})
 def list_provider_allocations(uuid):
     context.authorize(policies.RP_ALLOC_LIST)
     provider, rows = context.read(_provider_allocations, uuid)

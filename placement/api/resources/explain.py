@@ -17,6 +17,7 @@ import microversion_parse
 
 from placement import candidates
 from placement import querylang
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import inputs
@@ -55,8 +56,8 @@ def _latest_by_default(view):
 @_latest_by_default
 @declaration.handler(
         'Explain which allocation candidates a query finds, and why not '
-        'more (extension, admin only)', {200: 'Explanation'},
-        min_version=querylang.MIN_VERSION, query=schema.GET)
+        'more (extension, admin only)', {200: schema.EXPLANATION},
+        min_version=versions.ALLOCATION_CANDIDATES, query=schema.GET)
 def explain_allocation_candidates():
     context.authorize(policies.EXPLAIN)
     request = querylang.parse(inputs.query_pairs(), microversion.current())

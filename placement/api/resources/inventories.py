@@ -10,6 +10,7 @@ import re
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -23,11 +24,6 @@ blueprint = flask.Blueprint('inventories', __name__)
 
 _COLLECTION = '/resource_providers/<uuid>/inventories'
 _ITEM = _COLLECTION + '/<resource_class>'
-
-# From 1.26 an inventory may be fully reserved.
-RESERVED_EQUAL_TOTAL_VERSION = (1, 26)
-# DELETE of the whole collection; earlier versions answer 405.
-DELETE_ALL_VERSION = (1, 5)
 
 # Upstream's words for what went wrong, per route (errors.As): the
 # provider's uuid, where a wording names it, is the path's ({uuid}) or, for
@@ -109,7 +105,7 @@ def _expected_generation(provider, data):
 
 def _check_records(provider, inventories):
     reserved_may_equal_total = microversion.is_at_least(
-        RESERVED_EQUAL_TOTAL_VERSION)
+        versions.RESERVED_EQUAL_TOTAL)
     for resource_class, record in inventories.items():
         inv_db.check_record(provider['uuid'], resource_class, record,
                             reserved_may_equal_total)
@@ -141,7 +137,8 @@ def _item_location(uuid, resource_class):
 
 
 @blueprint.route(_COLLECTION, methods=['GET'])
-@declaration.handler("List a provider's inventories", {200: 'Inventories'})
+@declaration.handler("List a provider's inventories",
+                     {200: schema.INVENTORIES})
 def list_inventories(uuid):
     context.authorize(policies.LIST)
     provider = _shown_provider(uuid)
@@ -154,7 +151,7 @@ def list_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['POST'])
 @declaration.handler(
-        'Create one inventory', {201: 'Inventory'}, body=schema.POST,
+        'Create one inventory', {201: schema.INVENTORY}, body=schema.POST,
         errors=_CREATE_ERRORS)
 def create_inventory(uuid):
     context.authorize(policies.CREATE)
@@ -173,7 +170,7 @@ def create_inventory(uuid):
 
 @blueprint.route(_COLLECTION, methods=['PUT'])
 @declaration.handler(
-        "Replace all of a provider's inventories", {200: 'Inventories'},
+        "Replace all of a provider's inventories", {200: schema.INVENTORIES},
         body=schema.PUT_ALL,
         errors=_REPLACE_ERRORS)
 def replace_inventories(uuid):
@@ -198,7 +195,7 @@ def replace_inventories(uuid):
 
 @blueprint.route(_COLLECTION, methods=['DELETE'])
 @declaration.handler("Delete all of a provider's inventories", {204: None},
-                     method_from=DELETE_ALL_VERSION,
+                     method_from=versions.DELETE_ALL_INVENTORIES,
                      errors=_DELETE_ALL_ERRORS)
 def delete_inventories(uuid):
     context.authorize(policies.DELETE)
@@ -208,7 +205,7 @@ def delete_inventories(uuid):
 
 
 @blueprint.route(_ITEM, methods=['GET'])
-@declaration.handler('Show one inventory', {200: 'Inventory'})
+@declaration.handler('Show one inventory', {200: schema.INVENTORY})
 def show_inventory(uuid, resource_class):
     context.authorize(policies.SHOW)
     provider = _shown_provider(uuid)
@@ -223,7 +220,7 @@ def show_inventory(uuid, resource_class):
 
 @blueprint.route(_ITEM, methods=['PUT'])
 @declaration.handler(
-        'Update one inventory', {200: 'Inventory'}, body=schema.PUT_ONE,
+        'Update one inventory', {200: schema.INVENTORY}, body=schema.PUT_ONE,
         errors=_UPDATE_ERRORS)
 def update_inventory(uuid, resource_class):
     context.authorize(policies.UPDATE)

@@ -4,6 +4,7 @@ allocations of many consumers in one transaction.
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -15,9 +16,6 @@ from placement.policies import reshaper as policies
 from placement.schemas import allocation as schema
 
 blueprint = flask.Blueprint('reshaper', __name__)
-
-# POST /reshaper exists from 1.30.
-RESHAPE_VERSION = (1, 30)
 
 
 _MALFORMED = 'malformed reshaper data: {error}'
@@ -38,7 +36,7 @@ _ERRORS = {
 @blueprint.route('/reshaper', methods=['POST'])
 @declaration.handler(
         'Move inventories and allocations between providers at once',
-        {204: None}, min_version=RESHAPE_VERSION, body=schema.RESHAPE,
+        {204: None}, min_version=versions.RESHAPER, body=schema.RESHAPE,
         errors=_ERRORS)
 def reshape():
     context.authorize(policies.RESHAPE)

@@ -2,6 +2,7 @@
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -41,15 +42,10 @@ _DELETE_ERRORS = {
     exception.InUse: errors.As(errors.Conflict, _CANNOT_DELETE),
 }
 
-# Resource classes have a path of their own from 1.2.
-SINCE = (1, 2)
-# PUT creates a class if missing (no body) instead of renaming it.
-ENSURE_VERSION = (1, 7)
-
 
 @blueprint.route('/resource_classes', methods=['GET'])
-@declaration.handler('List resource classes', {200: 'ResourceClasses'},
-                     min_version=SINCE)
+@declaration.handler('List resource classes', {200: schema.RESOURCE_CLASSES},
+                     min_version=versions.RESOURCE_CLASSES)
 def list_resource_classes():
     context.authorize(policies.LIST)
     rows = context.read(rc_db.list_all)
@@ -60,7 +56,7 @@ def list_resource_classes():
 
 @blueprint.route('/resource_classes', methods=['POST'])
 @declaration.handler('Create a custom resource class', {201: None},
-                     min_version=SINCE, body=schema.POST,
+                     min_version=versions.RESOURCE_CLASSES, body=schema.POST,
                      errors=_CREATE_ERRORS)
 def create_resource_class():
     context.authorize(policies.CREATE)
@@ -71,8 +67,8 @@ def create_resource_class():
 
 
 @blueprint.route('/resource_classes/<name>', methods=['GET'])
-@declaration.handler('Show a resource class', {200: 'ResourceClass'},
-                     min_version=SINCE)
+@declaration.handler('Show a resource class', {200: schema.RESOURCE_CLASS},
+                     min_version=versions.RESOURCE_CLASSES)
 def show_resource_class(name):
     context.authorize(policies.SHOW)
     row = context.read(rc_db.get_by_name, name)
@@ -84,13 +80,17 @@ def show_resource_class(name):
 @declaration.handler(
     'Rename a custom resource class (1.2-1.6); create it if missing (1.7+, '
     'no body)',
-    {SINCE: {200: 'ResourceClass'}, ENSURE_VERSION: {201: None, 204: None}},
-    min_version=SINCE, body={SINCE: schema.PUT, ENSURE_VERSION: None},
+    {versions.RESOURCE_CLASSES: {200: schema.RESOURCE_CLASS},
+     versions.ENSURE_RESOURCE_CLASS: {201: None, 204: None}},
+    min_version=versions.RESOURCE_CLASSES,
+    body={versions.RESOURCE_CLASSES: schema.PUT,
+          versions.ENSURE_RESOURCE_CLASS: None},
     errors=_RENAME_ERRORS)
 def update_resource_class(name):
     context.authorize(policies.UPDATE)
     return microversion.by_version(
-        {SINCE: _rename, ENSURE_VERSION: _ensure})(name)
+        {versions.RESOURCE_CLASSES: _rename,
+         versions.ENSURE_RESOURCE_CLASS: _ensure})(name)
 
 
 def _rename(name):
@@ -113,7 +113,7 @@ def _ensure(name):
 
 @blueprint.route('/resource_classes/<name>', methods=['DELETE'])
 @declaration.handler('Delete a custom resource class', {204: None},
-                     min_version=SINCE,
+                     min_version=versions.RESOURCE_CLASSES,
                      errors=_DELETE_ERRORS)
 def delete_resource_class(name):
     context.authorize(policies.DELETE)

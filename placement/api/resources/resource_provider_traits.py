@@ -2,6 +2,7 @@
 import flask
 
 from placement import exception
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -13,8 +14,6 @@ from placement.schemas import resource_provider_trait as schema
 blueprint = flask.Blueprint('resource_provider_traits', __name__)
 
 _PATH = '/resource_providers/<uuid>/traits'
-# A provider's traits exist from 1.6.
-SINCE = (1, 6)
 # PUT refuses unknown traits (a vanished provider is a 404 already).
 _UNKNOWN_TRAITS = {exception.NotFound: errors.As(errors.BadRequest)}
 
@@ -32,8 +31,8 @@ def _response(names, generation, rows):
 
 
 @blueprint.route(_PATH, methods=['GET'])
-@declaration.handler("List a provider's traits", {200: 'ProviderTraits'},
-                     min_version=SINCE)
+@declaration.handler("List a provider's traits", {200: schema.PROVIDER_TRAITS},
+                     min_version=versions.TRAITS)
 def list_traits(uuid):
     context.authorize(policies.RP_TRAIT_LIST)
     provider, rows = context.read(_read, uuid)
@@ -49,8 +48,9 @@ def _replace(conn, uuid, names, expected_generation):
 
 
 @blueprint.route(_PATH, methods=['PUT'])
-@declaration.handler("Replace a provider's traits", {200: 'ProviderTraits'},
-                     min_version=SINCE, body=schema.PUT,
+@declaration.handler("Replace a provider's traits",
+                     {200: schema.PROVIDER_TRAITS},
+                     min_version=versions.TRAITS, body=schema.PUT,
                      errors=_UNKNOWN_TRAITS)
 def update_traits(uuid):
     context.authorize(policies.RP_TRAIT_UPDATE)
@@ -68,7 +68,7 @@ def _delete_all(conn, uuid):
 
 @blueprint.route(_PATH, methods=['DELETE'])
 @declaration.handler("Remove all of a provider's traits", {204: None},
-                     min_version=SINCE)
+                     min_version=versions.TRAITS)
 def delete_traits(uuid):
     context.authorize(policies.RP_TRAIT_DELETE)
     context.write(_delete_all, uuid)

@@ -6,6 +6,7 @@ import flask
 from placement import candidates
 from placement import exception
 from placement import querylang
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -22,18 +23,12 @@ blueprint = flask.Blueprint('resource_providers', __name__)
 # Link relations of a provider body (in upstream's order) and the version
 # that added each.
 _LINK_RELATIONS = (
-    ('inventories', (1, 0)),
-    ('usages', (1, 0)),
-    ('aggregates', (1, 1)),
-    ('traits', (1, 6)),
-    ('allocations', (1, 11)),
+    ('inventories', versions.MIN_VERSION),
+    ('usages', versions.MIN_VERSION),
+    ('aggregates', versions.PROVIDER_AGGREGATES),
+    ('traits', versions.TRAITS),
+    ('allocations', versions.ALLOCATIONS_LINK),
 )
-# From 1.14 bodies show where the provider sits in its tree.
-TREE_FIELDS_VERSION = (1, 14)
-# From 1.20 POST answers 200 with the provider instead of an empty 201.
-POST_RETURNS_BODY_VERSION = (1, 20)
-# From 1.37 PUT may change or remove an existing parent.
-REPARENT_VERSION = (1, 37)
 
 # Upstream's words for what went wrong, per route (errors.As). POST
 # mentions the provider's name and uuid (the client's, in canonical form,
@@ -79,7 +74,7 @@ def viewer():
     prefix = responses.href(path(''))
     relations = [(rel, '/' + rel) for rel, since in _LINK_RELATIONS
                  if microversion.is_at_least(since)]
-    in_tree = microversion.is_at_least(TREE_FIELDS_VERSION)
+    in_tree = microversion.is_at_least(versions.PROVIDER_TREES)
 
     def show(row):
         base = prefix + row['uuid']
@@ -96,12 +91,13 @@ def viewer():
 
 
 @blueprint.route('/resource_providers', methods=['GET'])
-@declaration.handler('List resource providers', {200: 'ResourceProviders'},
-                     query={(1, 0): schema.LIST_QUERY,
-                     (1, 3): schema.LIST_QUERY_1_3,
-                     (1, 4): schema.LIST_QUERY_1_4,
-                     TREE_FIELDS_VERSION: schema.LIST_QUERY_1_14,
-                     (1, 18): schema.LIST_QUERY_1_18},
+@declaration.handler('List resource providers',
+                     {200: schema.RESOURCE_PROVIDERS},
+                     query={versions.MIN_VERSION: schema.LIST_QUERY,
+                            versions.MEMBER_OF_FILTER: schema.LIST_QUERY_1_3,
+                            versions.RESOURCES_FILTER: schema.LIST_QUERY_1_4,
+                            versions.PROVIDER_TREES: schema.LIST_QUERY_1_14,
+                            versions.REQUIRED_FILTER: schema.LIST_QUERY_1_18},
                      errors=_LIST_ERRORS)
 def list_resource_providers():
     context.authorize(policies.LIST)
@@ -127,10 +123,11 @@ def _list(conn, filters, group):
 
 @blueprint.route('/resource_providers', methods=['POST'])
 @declaration.handler('Create a resource provider',
-                     {(1, 0): {201: None},
-                      POST_RETURNS_BODY_VERSION: {200: 'ResourceProvider'}},
-                     body={(1, 0): schema.POST,
-                           TREE_FIELDS_VERSION: schema.POST_1_14},
+                     {versions.MIN_VERSION: {201: None},
+                      versions.CREATE_RETURNS_PROVIDER: {
+                          200: schema.RESOURCE_PROVIDER}},
+                     body={versions.MIN_VERSION: schema.POST,
+                           versions.PROVIDER_TREES: schema.POST_1_14},
                      errors=_CREATE_ERRORS)
 def create_resource_provider():
     context.authorize(policies.CREATE)
@@ -143,7 +140,7 @@ def create_resource_provider():
     row = context.write(rp_db.create, uuid, name,
                         data.get('parent_provider_uuid'))
     location = responses.location(path(uuid))
-    if not microversion.is_at_least(POST_RETURNS_BODY_VERSION):
+    if not microversion.is_at_least(versions.CREATE_RETURNS_PROVIDER):
         return responses.empty_response(201, location=location)
     response = responses.json_response(
         view(row), last_modified=responses.last_modified_of([row]))
@@ -152,7 +149,8 @@ def create_resource_provider():
 
 
 @blueprint.route('/resource_providers/<uuid>', methods=['GET'])
-@declaration.handler('Show a resource provider', {200: 'ResourceProvider'})
+@declaration.handler('Show a resource provider',
+                     {200: schema.RESOURCE_PROVIDER})
 def show_resource_provider(uuid):
     context.authorize(policies.SHOW)
     row = context.provider_or_404(uuid)
@@ -171,8 +169,9 @@ def delete_resource_provider(uuid):
 
 @blueprint.route('/resource_providers/<uuid>', methods=['PUT'])
 @declaration.handler(
-        'Update a resource provider', {200: 'ResourceProvider'},
-        body={(1, 0): schema.PUT, TREE_FIELDS_VERSION: schema.PUT_1_14},
+        'Update a resource provider', {200: schema.RESOURCE_PROVIDER},
+        body={versions.MIN_VERSION: schema.PUT,
+              versions.PROVIDER_TREES: schema.PUT_1_14},
         errors=_UPDATE_ERRORS)
 def update_resource_provider(uuid):
     context.authorize(policies.UPDATE)
@@ -181,7 +180,7 @@ def update_resource_provider(uuid):
     parent = data.get('parent_provider_uuid', rp_db.KEEP_PARENT)
     row = context.write(
         rp_db.update, uuid, data['name'], parent,
-        microversion.is_at_least(REPARENT_VERSION))
+        microversion.is_at_least(versions.REPARENT))
     moved = (before['parent_provider_uuid'] is not None
              and row['parent_provider_uuid'] not in (
                  None, before['parent_provider_uuid']))

@@ -4,12 +4,14 @@ import flask
 from placement.api.pipeline import declaration
 from placement.api.pipeline import microversion
 from placement.api.pipeline import responses
+from placement.schemas import root as schema
 
 blueprint = flask.Blueprint('root', __name__)
 
 
 @blueprint.route('/', methods=['GET'])
-@declaration.handler('The version document', {200: 'Versions'}, accept=False)
+@declaration.handler('The version document', {200: schema.VERSIONS},
+                     accept=False)
 def home():
     version = {
         'id': 'v%s' % microversion.min_version_string(),

@@ -1,6 +1,7 @@
 """/traits: list with filters, ensure, show, delete (1.6+)."""
 import flask
 
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import errors
@@ -10,9 +11,6 @@ from placement.policies import trait as policies
 from placement.schemas import trait as schema
 
 blueprint = flask.Blueprint('traits', __name__)
-
-# Traits exist from 1.6.
-SINCE = (1, 6)
 
 _BAD_NAME_FILTER = (
     'Badly formatted name parameter. Expected name query string parameter '
@@ -48,8 +46,8 @@ def _associated_filter(value):
 
 
 @blueprint.route('/traits', methods=['GET'])
-@declaration.handler('List traits', {200: 'Traits'}, min_version=SINCE,
-                     query=schema.LIST_QUERY)
+@declaration.handler('List traits', {200: schema.TRAITS},
+                     min_version=versions.TRAITS, query=schema.LIST_QUERY)
 def list_traits():
     context.authorize(policies.TRAITS_LIST)
     params = declaration.params()
@@ -63,7 +61,7 @@ def list_traits():
 
 @blueprint.route('/traits/<name>', methods=['GET'])
 @declaration.handler(
-        'Check that a trait exists', {204: None}, min_version=SINCE,
+        'Check that a trait exists', {204: None}, min_version=versions.TRAITS,
         accept=False)
 def show_trait(name):
     context.authorize(policies.TRAITS_SHOW)
@@ -75,7 +73,7 @@ def show_trait(name):
 @blueprint.route('/traits/<name>', methods=['PUT'])
 @declaration.handler(
         'Create a custom trait if missing', {201: None, 204: None},
-        min_version=SINCE)
+        min_version=versions.TRAITS)
 def put_trait(name):
     context.authorize(policies.TRAITS_UPDATE)
     if not schema.is_custom_name(name):
@@ -90,7 +88,8 @@ def put_trait(name):
 
 
 @blueprint.route('/traits/<name>', methods=['DELETE'])
-@declaration.handler('Delete a custom trait', {204: None}, min_version=SINCE)
+@declaration.handler('Delete a custom trait', {204: None},
+                     min_version=versions.TRAITS)
 def delete_trait(name):
     context.authorize(policies.TRAITS_DELETE)
     # Unknown: 404, standard: 400, in use: 409 (the app's mapping).

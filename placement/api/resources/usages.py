@@ -1,6 +1,7 @@
 """Usages of one provider, and totals of a project (and user)."""
 import flask
 
+from placement import versions
 from placement.api.pipeline import context
 from placement.api.pipeline import declaration
 from placement.api.pipeline import microversion
@@ -11,11 +12,6 @@ from placement.schemas import usage as schema
 
 blueprint = flask.Blueprint('usages', __name__)
 
-# Totals grouped by consumer type.
-CONSUMER_TYPE_VERSION = (1, 38)
-# GET /usages exists from 1.9.
-TOTALS_VERSION = (1, 9)
-
 
 def _response(body):
     # Usages are the answer to "what is used now?": dated now.
@@ -23,7 +19,7 @@ def _response(body):
 
 
 @blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
-@declaration.handler("A provider's usages", {200: 'ProviderUsages'})
+@declaration.handler("A provider's usages", {200: schema.PROVIDER_USAGES})
 def provider_usages(uuid):
     context.authorize(policies.PROVIDER_USAGES)
     provider = context.provider_or_404(
@@ -35,9 +31,9 @@ def provider_usages(uuid):
 
 @blueprint.route('/usages', methods=['GET'])
 @declaration.handler("Usages of a project's (and user's) consumers",
-                     {200: 'Usages'}, min_version=TOTALS_VERSION,
-                     query={TOTALS_VERSION: schema.QUERY,
-                            CONSUMER_TYPE_VERSION: schema.QUERY_V1_38})
+                     {200: schema.USAGES}, min_version=versions.TOTAL_USAGES,
+                     query={versions.TOTAL_USAGES: schema.QUERY,
+                            versions.CONSUMER_TYPE: schema.QUERY_V1_38})
 def total_usages():
     # The rule is about the project asked for (the last one, if repeated,
     # as for every parameter), and is checked before the query is.
@@ -45,7 +41,7 @@ def total_usages():
     context.authorize(policies.TOTAL_USAGES,
                       target={'project_id': asked[-1] if asked else None})
     params = declaration.params()
-    if microversion.is_at_least(CONSUMER_TYPE_VERSION):
+    if microversion.is_at_least(versions.CONSUMER_TYPE):
         usages = context.read(
             usage_db.by_consumer_type, params['project_id'],
             params.get('user_id'), params.get('consumer_type'))
