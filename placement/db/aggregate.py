@@ -3,6 +3,10 @@
 Aggregates have no API of their own: a row in placement_aggregates exists
 for every uuid some provider was ever associated with.
 """
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 import uuid as uuid_lib
 
 import sqlalchemy as sa
@@ -14,7 +18,7 @@ _AGG = tables.placement_aggregates
 _RPA = tables.resource_provider_aggregates
 
 
-def of_provider(conn, provider_id):
+def of_provider(conn: sa.Connection, provider_id: int) -> list[dict[str, Any]]:
     """The provider's aggregates (uuid and timestamps of the link), oldest
     aggregate first.
     """
@@ -26,7 +30,9 @@ def of_provider(conn, provider_id):
     return [dict(row) for row in rows]
 
 
-def replace(conn, provider, uuids, expected_generation=None):
+def replace(conn: sa.Connection, provider: Mapping[str, Any],
+            uuids: Iterable[str], expected_generation: int | None = None
+            ) -> tuple[int, list[str]]:
     """Make ``uuids`` the provider's whole set of aggregates.
 
     With ``expected_generation`` (microversion 1.19+) the provider's
@@ -48,7 +54,7 @@ def replace(conn, provider, uuids, expected_generation=None):
     return generation, uuids
 
 
-def _storable(uuid):
+def _storable(uuid: str) -> str:
     """The uuid as given, or in canonical form if that spelling ("{...}",
     "urn:uuid:...") would not fit the column.
     """
@@ -57,7 +63,7 @@ def _storable(uuid):
     return str(uuid_lib.UUID(uuid))
 
 
-def _ensure_aggregates(conn, uuids):
+def _ensure_aggregates(conn: sa.Connection, uuids: Sequence[str]) -> set[int]:
     """Ids of the aggregates with these uuids, creating missing ones in the
     order given (which is the order GET lists them in).
     """
@@ -74,7 +80,7 @@ def _ensure_aggregates(conn, uuids):
     return set(_ids(conn, uuids).values())
 
 
-def _ids(conn, uuids):
+def _ids(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, int]:
     return dict(conn.execute(
         sa.select(_AGG.c.uuid, _AGG.c.id)
         .where(_AGG.c.uuid.in_(sorted(uuids)))).all())

@@ -26,7 +26,11 @@ caller's transaction) in upstream's order of checks:
   went away (the caller retries the whole transaction).
 """
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -57,7 +61,7 @@ _UNABLE = ("Unable to create allocation for '%s' on resource provider "
 class UnknownProvider(exception.NotFound):
     """An allocation names a provider that does not exist."""
 
-    def __init__(self, uuid):
+    def __init__(self, uuid: str) -> None:
         super().__init__("Allocation for resource provider '%s' that does "
                          "not exist." % uuid)
 
@@ -72,23 +76,28 @@ class ConsumerRequest:
     ``generation`` is the one the client expects (None: a new consumer).
     """
     uuid: str
-    resources: dict
+    resources: dict[str, dict[str, int]]
     project: str
     user: str
-    consumer_type: str = None
+    consumer_type: str | None = None
+    # An int, None or UNCHECKED.
     generation: object = UNCHECKED
 
 
 @dataclasses.dataclass
 class Plan:
     """What requests replace, read once their providers were locked."""
-    requests: list
-    consumers: dict  # uuid: existing consumer (see consumer.get_many)
-    providers: dict  # uuid: {'id', 'uuid', 'generation'}, locked
-    held: dict  # consumer uuid: [its allocations] (see _held)
+    requests: Sequence[ConsumerRequest]
+    # uuid: existing consumer (see consumer.get_many)
+    consumers: dict[str, dict[str, Any]]
+    # uuid: {'id', 'uuid', 'generation'}, locked
+    providers: dict[str, dict[str, Any]]
+    # consumer uuid: [its allocations] (see _held)
+    held: dict[str, list[dict[str, Any]]]
 
 
-def for_consumer(conn, consumer_uuid):
+def for_consumer(conn: sa.Connection, consumer_uuid: str
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """(allocations, consumer) of GET /allocations/{uuid}.
 
     Allocations are dicts (provider_uuid, provider_generation,
@@ -123,7 +132,8 @@ def for_consumer(conn, consumer_uuid):
     return rows, None if consumer is None else dict(consumer)
 
 
-def for_provider(conn, provider_id):
+def for_provider(conn: sa.Connection,
+                 provider_id: int) -> list[dict[str, Any]]:
     """Allocations against a provider: dicts (consumer_uuid,
     consumer_generation, resource_class, used, timestamps) in creation
     order.
@@ -140,7 +150,7 @@ def for_provider(conn, provider_id):
         .order_by(_ALLOC.c.id)).mappings()]
 
 
-def delete_for_consumer(conn, consumer_uuid):
+def delete_for_consumer(conn: sa.Connection, consumer_uuid: str) -> None:
     """Remove a consumer and its allocations; NotFound if it has none.
 
     The consumer row goes first: its lock makes a concurrent rewrite of
@@ -157,12 +167,13 @@ def delete_for_consumer(conn, consumer_uuid):
             "No allocations for consumer '%s'" % consumer_uuid)
 
 
-def write(conn, requests):
+def write(conn: sa.Connection, requests: Sequence[ConsumerRequest]) -> None:
     """Replace the allocations of the requests' consumers, all or none."""
     apply(conn, check(plan(conn, requests)))
 
 
-def plan(conn, requests, also_lock=()):
+def plan(conn: sa.Connection, requests: Sequence[ConsumerRequest],
+         also_lock: Iterable[str] = ()) -> Plan:
     """Read what the requests replace and lock the providers they write,
     with those of ``also_lock`` (uuids) in the same go.
 
@@ -181,7 +192,7 @@ def plan(conn, requests, also_lock=()):
     return Plan(requests, consumers, rp_db.lock(conn, written), held)
 
 
-def check(plan):
+def check(plan: Plan) -> Plan:
     """Check consumer generations and providers consumer by consumer, as
     upstream does (GenerationConflict, UnknownProvider); return the plan.
     """
@@ -195,7 +206,8 @@ def check(plan):
     return plan
 
 
-def apply(conn, plan, generations=None):
+def apply(conn: sa.Connection, plan: Plan,
+          generations: Mapping[int, int] | None = None) -> dict[int, int]:
     """Write a checked plan's allocations in the caller's transaction;
     return the new generations of the providers allocated from ({id:
     generation}).
@@ -235,13 +247,14 @@ def apply(conn, plan, generations=None):
 class _Item:
     """One allocation a request asks for (amount 0: one it removes)."""
     consumer: str
-    provider: dict
+    provider: dict[str, Any]
     class_id: int
     class_name: str
     amount: int
 
 
-def _held(conn, consumer_uuids):
+def _held(conn: sa.Connection,
+          consumer_uuids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """{consumer uuid: [its allocations]} with provider and class."""
     held = collections.defaultdict(list)
     for row in conn.execute(
@@ -257,7 +270,7 @@ def _held(conn, consumer_uuids):
     return held
 
 
-def _save_consumers(conn, plan):
+def _save_consumers(conn: sa.Connection, plan: Plan) -> None:
     """Create or update the consumer rows: owners and generations.
 
     In uuid order, so that concurrent writers lock consumers in the same
@@ -286,12 +299,12 @@ def _save_consumers(conn, plan):
             consumer_db.increment_generation(conn, consumer)
 
 
-def _wanted(plan, class_ids):
+def _wanted(plan: Plan, class_ids: Mapping[str, int]) -> list[_Item]:
     """The allocations to check and write, in upstream's order: each
     consumer's, provider by provider; a consumer asking for nothing
     contributes its current allocations with amount 0.
     """
-    wanted = []
+    wanted: list[_Item] = []
     for request in plan.requests:
         if not request.resources:
             wanted.extend(
@@ -307,7 +320,8 @@ def _wanted(plan, class_ids):
     return wanted
 
 
-def _check_capacity(conn, wanted, held):
+def _check_capacity(conn: sa.Connection, wanted: Sequence[_Item],
+                    held: Mapping[str, list[dict[str, Any]]]) -> None:
     """Raise Invalid unless every wanted allocation fits its inventory.
 
     Run after the requests' consumers' old allocations are deleted, so a
@@ -326,7 +340,7 @@ def _check_capacity(conn, wanted, held):
         names[item.class_id] = item.class_name
     inventories = _inventories(conn, provider_ids, class_ids)
     used = _usage(conn, provider_ids, class_ids)
-    freed = collections.Counter()
+    freed: collections.Counter[tuple[int, int]] = collections.Counter()
     for rows in held.values():
         for row in rows:
             freed[row['id'], row['resource_class_id']] += row['used']
@@ -339,7 +353,7 @@ def _check_capacity(conn, wanted, held):
         raise exception.Invalid(_INVALID_INVENTORY % (
             ', '.join(names[i] for i in class_ids), ', '.join(missing)))
 
-    asked = collections.Counter()
+    asked: collections.Counter[tuple[int, int]] = collections.Counter()
     for item in wanted:
         if not item.amount:
             continue
@@ -363,7 +377,9 @@ def _check_capacity(conn, wanted, held):
                 'exceed the capacity'))
 
 
-def _inventories(conn, provider_ids, class_ids):
+def _inventories(conn: sa.Connection, provider_ids: Iterable[int],
+                 class_ids: Iterable[int]
+                 ) -> dict[tuple[int, int], dict[str, Any]]:
     return {(row['resource_provider_id'], row['resource_class_id']):
             dict(row) for row in conn.execute(
                 sa.select(_INV.c.resource_provider_id,
@@ -374,7 +390,8 @@ def _inventories(conn, provider_ids, class_ids):
             .mappings()}
 
 
-def _usage(conn, provider_ids, class_ids):
+def _usage(conn: sa.Connection, provider_ids: Iterable[int],
+           class_ids: Iterable[int]) -> collections.Counter[tuple[int, int]]:
     return collections.Counter({
         (provider_id, class_id): int(total) for provider_id, class_id, total
         in conn.execute(

@@ -17,6 +17,7 @@ generation of every provider they were against, as any allocation write
 does, so a concurrent writer working from the old state fails and
 retries.
 """
+from collections.abc import Iterable
 import dataclasses
 import uuid as uuidlib
 
@@ -42,7 +43,7 @@ _CHUNK = 1000
 class Changed(exception.ConcurrentUpdate):
     """The consumer changed since the audit saw it: not repaired."""
 
-    def __init__(self, consumer_uuid):
+    def __init__(self, consumer_uuid: str) -> None:
         super().__init__('consumer %s changed since the audit'
                          % consumer_uuid)
 
@@ -66,9 +67,9 @@ class Allocation:
     """
     consumer_uuid: str
     provider_id: int
-    provider_uuid: str
-    provider_name: str
-    resource_class: str
+    provider_uuid: str | None
+    provider_name: str | None
+    resource_class: str | None
     used: int
 
 
@@ -79,14 +80,14 @@ class Consumer:
     consumers existed).
     """
     uuid: str
-    id: int = None
-    generation: int = None
-    project: str = None
-    user: str = None
-    allocations: list = dataclasses.field(default_factory=list)
+    id: int | None = None
+    generation: int | None = None
+    project: str | None = None
+    user: str | None = None
+    allocations: list[Allocation] = dataclasses.field(default_factory=list)
 
 
-def over_capacity(conn):
+def over_capacity(conn: sa.Connection) -> list[OverCapacity]:
     """Inventories whose allocations add up to more than their capacity,
     by provider id and class id.
     """
@@ -117,7 +118,7 @@ def over_capacity(conn):
     return found
 
 
-def _allocations():
+def _allocations() -> sa.Select:
     """Allocation rows with provider and class names (outer joins: an
     allocation may outlive them in a damaged database).
     """
@@ -129,7 +130,7 @@ def _allocations():
                 .outerjoin(_RC, _RC.c.id == _ALLOC.c.resource_class_id)))
 
 
-def allocations_without_inventory(conn):
+def allocations_without_inventory(conn: sa.Connection) -> list[Allocation]:
     """Allocations of a class their provider has no inventory of."""
     rows = conn.execute(
         _allocations()
@@ -141,7 +142,7 @@ def allocations_without_inventory(conn):
     return [Allocation(*row) for row in rows]
 
 
-def _consumers():
+def _consumers() -> sa.Select:
     """Consumer rows as Consumer takes them, with project and user."""
     return (sa.select(_CONSUMER.c.uuid, _CONSUMER.c.id,
                       _CONSUMER.c.generation, _PROJECT.c.external_id,
@@ -152,7 +153,7 @@ def _consumers():
                 .outerjoin(_USER, _USER.c.id == _CONSUMER.c.user_id)))
 
 
-def empty_consumers(conn):
+def empty_consumers(conn: sa.Connection) -> list[Consumer]:
     """Consumers that hold no allocation."""
     rows = conn.execute(
         _consumers()
@@ -161,7 +162,7 @@ def empty_consumers(conn):
     return [Consumer(*row) for row in rows]
 
 
-def _uuid_key(value):
+def _uuid_key(value: str) -> str:
     """Uuids compare in canonical lower-case form (with or without
     dashes, as clients may write them).
     """
@@ -171,7 +172,8 @@ def _uuid_key(value):
         return value.strip().lower()
 
 
-def orphaned_consumers(conn, existing):
+def orphaned_consumers(conn: sa.Connection,
+                       existing: Iterable[str]) -> list[Consumer]:
     """Consumers holding allocations whose uuid is not in ``existing``
     (consumer uuids that really exist), with their allocations.
     """
@@ -193,7 +195,7 @@ def orphaned_consumers(conn, existing):
     return [found[uuid] for uuid in orphans]
 
 
-def delete_orphaned_consumer(conn, consumer):
+def delete_orphaned_consumer(conn: sa.Connection, consumer: Consumer) -> None:
     """Delete ``consumer`` (from ``orphaned_consumers``) and its
     allocations, in the caller's transaction; Changed unless it is still
     exactly as the audit saw it.
@@ -207,7 +209,7 @@ def delete_orphaned_consumer(conn, consumer):
         if deleted.rowcount != 1:
             raise Changed(consumer.uuid)
     providers = sorted({a.provider_id for a in consumer.allocations})
-    generations = dict(conn.execute(
+    generations: dict[int, int] = dict(conn.execute(
         sa.select(_RP.c.id, _RP.c.generation)
         .where(_RP.c.id.in_(providers))).all())
     # In id order, as allocation writes lock providers.
@@ -224,7 +226,7 @@ def delete_orphaned_consumer(conn, consumer):
         _ALLOC.c.consumer_id == consumer.uuid))
 
 
-def delete_empty_consumer(conn, consumer):
+def delete_empty_consumer(conn: sa.Connection, consumer: Consumer) -> None:
     """Delete ``consumer`` (from ``empty_consumers``) in the caller's
     transaction; Changed if it has allocations or a new generation now.
     """

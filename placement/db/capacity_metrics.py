@@ -25,7 +25,7 @@ class ClassCapacity:
     used: int
 
 
-def by_resource_class(conn):
+def by_resource_class(conn: sa.Connection) -> list[ClassCapacity]:
     """A ClassCapacity for every class some provider has inventory of."""
     inventory = (
         sa.select(

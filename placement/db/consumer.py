@@ -6,6 +6,10 @@ consumer whose first request asked for none: it stays, at generation 0).
 Its generation guards concurrent rewrites of its allocations like a
 provider's generation guards its inventory.
 """
+from collections.abc import Collection
+from collections.abc import Mapping
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement import exception
@@ -23,7 +27,8 @@ UNKNOWN_TYPE = 'unknown'
 class GenerationConflict(exception.PlacementError):
     """The client's consumer generation is not the stored one."""
 
-    def __init__(self, expected, given):
+    # Either generation is shown as given (a missing one as "null").
+    def __init__(self, expected: object, given: object) -> None:
         expected = 'null' if expected is None else expected
         super().__init__('consumer generation conflict - expected %s but '
                          'got %s' % (expected, given))
@@ -32,11 +37,12 @@ class GenerationConflict(exception.PlacementError):
 class ConcurrentUpdate(exception.ConcurrentUpdate):
     """Someone else rewrote or removed the consumer since we read it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(exception.DATA_CHANGED)
 
 
-def get_many(conn, uuids):
+def get_many(conn: sa.Connection,
+             uuids: Collection[str]) -> dict[str, dict[str, Any]]:
     """{uuid: consumer} for those of ``uuids`` that exist.
 
     A consumer is a dict: id, uuid, generation, and the internal ids
@@ -52,7 +58,8 @@ def get_many(conn, uuids):
     return {row['uuid']: dict(row) for row in rows}
 
 
-def check_generation(consumer, given):
+def check_generation(consumer: Mapping[str, Any] | None,
+                     given: object) -> None:
     """Raise GenerationConflict unless ``given`` is the consumer's
     generation (None for a consumer that does not exist yet).
     """
@@ -61,19 +68,20 @@ def check_generation(consumer, given):
         raise GenerationConflict(expected, given)
 
 
-def ensure_project(conn, external_id):
+def ensure_project(conn: sa.Connection, external_id: str) -> int:
     return _ensure(conn, _PROJECT, _PROJECT.c.external_id, external_id)
 
 
-def ensure_user(conn, external_id):
+def ensure_user(conn: sa.Connection, external_id: str) -> int:
     return _ensure(conn, _USER, _USER.c.external_id, external_id)
 
 
-def ensure_type(conn, name):
+def ensure_type(conn: sa.Connection, name: str) -> int:
     return _ensure(conn, _TYPE, _TYPE.c.name, name)
 
 
-def _ensure(conn, table, column, value):
+def _ensure(conn: sa.Connection, table: sa.Table, column: sa.Column[Any],
+            value: str) -> int:
     """Id of the row whose unique ``column`` is ``value``, inserted if
     missing. A savepoint absorbs losing the insert race to a concurrent
     request, whose committed row the next SELECT then sees.
@@ -86,12 +94,15 @@ def _ensure(conn, table, column, value):
         with conn.begin_nested():
             inserted = conn.execute(
                 table.insert().values({column.name: value}))
-        return inserted.inserted_primary_key[0]
+        # SQLAlchemy's stubs make inserted_primary_key Optional; a
+        # single-row insert() always has it.
+        return inserted.inserted_primary_key[0]  # type: ignore[index]
     except sa.exc.IntegrityError:
         return conn.execute(query).scalar_one()
 
 
-def create(conn, uuid, project_id, user_id, consumer_type_id, generation):
+def create(conn: sa.Connection, uuid: str, project_id: int, user_id: int,
+           consumer_type_id: int | None, generation: int) -> None:
     """Insert a consumer; ConcurrentUpdate if another request just did
     (the whole transaction is then retried and finds it).
     """
@@ -103,7 +114,9 @@ def create(conn, uuid, project_id, user_id, consumer_type_id, generation):
         raise ConcurrentUpdate() from None
 
 
-def set_owner(conn, consumer, project_id, user_id, consumer_type_id):
+def set_owner(conn: sa.Connection, consumer: Mapping[str, Any],
+              project_id: int, user_id: int,
+              consumer_type_id: int | None) -> None:
     """Record a new project, user or type; the generation stays as is."""
     wanted = {'project_id': project_id, 'user_id': user_id,
               'consumer_type_id': consumer_type_id}
@@ -113,7 +126,8 @@ def set_owner(conn, consumer, project_id, user_id, consumer_type_id):
                  .where(_CONSUMER.c.id == consumer['id']).values(wanted))
 
 
-def increment_generation(conn, consumer):
+def increment_generation(conn: sa.Connection,
+                         consumer: Mapping[str, Any]) -> None:
     """Bump the generation iff nobody changed it since ``consumer`` was
     read: the consumer-side twin of the provider generation guard.
     """
@@ -126,7 +140,7 @@ def increment_generation(conn, consumer):
         raise ConcurrentUpdate()
 
 
-def delete(conn, uuids):
+def delete(conn: sa.Connection, uuids: Collection[str]) -> None:
     if uuids:
         conn.execute(_CONSUMER.delete().where(_CONSUMER.c.uuid.in_(uuids)))
 

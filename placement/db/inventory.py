@@ -8,7 +8,11 @@ writes nothing.
 An inventory record is a dict with the fields of ``FIELDS``; the functions
 here take records with every field present (see ``with_defaults``).
 """
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import logging
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -47,12 +51,12 @@ class InvalidInventory(exception.Invalid):
     answer names the provider (``provider_uuid``) as stored.
     """
 
-    def __init__(self, provider_uuid, message):
+    def __init__(self, provider_uuid: str, message: str) -> None:
         super().__init__(message)
         self.provider_uuid = provider_uuid
 
 
-def with_defaults(fields):
+def with_defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
     """The record of ``fields`` (a request body may carry other keys),
     those left out set to their defaults.
     """
@@ -60,7 +64,7 @@ def with_defaults(fields):
             for field in FIELDS}
 
 
-def capacity(total, reserved, ratio):
+def capacity(total: int, reserved: int, ratio: float) -> int:
     """Usable amount: what is not reserved, scaled by the ratio, as
     upstream reports and finally checks it (in Python, on the ratio as
     the database driver returns it).
@@ -68,14 +72,15 @@ def capacity(total, reserved, ratio):
     return int((total - reserved) * ratio)
 
 
-def record_capacity(record):
+def record_capacity(record: Mapping[str, Any]) -> int:
     """``capacity`` of an inventory record."""
     return capacity(record['total'], record['reserved'],
                     record['allocation_ratio'])
 
 
-def check_record(provider_uuid, resource_class, record,
-                 reserved_may_equal_total):
+def check_record(provider_uuid: str, resource_class: str,
+                 record: Mapping[str, Any],
+                 reserved_may_equal_total: bool) -> None:
     """Raise InvalidInventory unless the inventory leaves something to
     allocate.
 
@@ -97,7 +102,8 @@ def check_record(provider_uuid, resource_class, record,
         "value is %s." % (resource_class, provider_uuid, problem)))
 
 
-def check_units(provider_uuid, resource_class, record):
+def check_units(provider_uuid: str, resource_class: str,
+                record: Mapping[str, Any]) -> None:
     """Raise InvalidInventory if no amount meets min_unit, max_unit and
     step_size at once (upstream stores such an inventory; nothing can use
     it).
@@ -117,7 +123,8 @@ def check_units(provider_uuid, resource_class, record):
         % (resource_class, provider_uuid, problem)))
 
 
-def get_all(conn, provider_id):
+def get_all(conn: sa.Connection,
+            provider_id: int) -> dict[str, dict[str, Any]]:
     """The provider's inventory records (with timestamps) by class name."""
     rows = conn.execute(
         sa.select(_RC.c.name, *(_INV.c[f] for f in FIELDS),
@@ -129,7 +136,8 @@ def get_all(conn, provider_id):
             for row in rows}
 
 
-def add(conn, provider, resource_class, record):
+def add(conn: sa.Connection, provider: Mapping[str, Any], resource_class: str,
+        record: Mapping[str, Any]) -> int:
     """Add an inventory of a class the provider has none of yet.
 
     ``provider`` is a row of ``resource_provider.get_by_uuid``; its
@@ -149,7 +157,9 @@ def add(conn, provider, resource_class, record):
     return generation
 
 
-def update(conn, provider, resource_class, record, expected_generation):
+def update(conn: sa.Connection, provider: Mapping[str, Any],
+           resource_class: str, record: Mapping[str, Any],
+           expected_generation: int) -> int:
     """Replace the provider's inventory of one class.
 
     Shrinking below what is allocated is allowed (and logged), as upstream
@@ -166,7 +176,8 @@ def update(conn, provider, resource_class, record, expected_generation):
     return generation
 
 
-def delete(conn, provider, resource_class):
+def delete(conn: sa.Connection, provider: Mapping[str, Any],
+           resource_class: str) -> int:
     """Remove the provider's inventory of one class if nothing uses it.
 
     Returns the new generation. Raises NotFound (unknown class),
@@ -183,8 +194,9 @@ def delete(conn, provider, resource_class):
     return generation
 
 
-def replace_all(conn, provider, inventories, expected_generation,
-                check_in_use=True):
+def replace_all(conn: sa.Connection, provider: Mapping[str, Any],
+                inventories: Mapping[str, Mapping[str, Any]],
+                expected_generation: int, check_in_use: bool = True) -> int:
     """Make ``inventories`` ({class name: record}) the provider's whole
     inventory, in the caller's transaction. Returns the new generation.
 
@@ -221,7 +233,8 @@ def replace_all(conn, provider, inventories, expected_generation,
     return generation
 
 
-def ensure_allocations_covered(conn, provider):
+def ensure_allocations_covered(conn: sa.Connection,
+                               provider: Mapping[str, Any]) -> None:
     """Raise InUse if the provider has allocations of a class it has no
     inventory of: the deferred form of ``replace_all``'s in-use check.
     """
@@ -233,7 +246,8 @@ def ensure_allocations_covered(conn, provider):
         _refuse_if_allocated(conn, provider, sorted(uncovered))
 
 
-def _refuse_if_allocated(conn, provider, class_ids):
+def _refuse_if_allocated(conn: sa.Connection, provider: Mapping[str, Any],
+                         class_ids: Iterable[int]) -> None:
     names = conn.execute(
         sa.select(_RC.c.name)
         .select_from(_ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
@@ -247,12 +261,13 @@ def _refuse_if_allocated(conn, provider, class_ids):
             % (', '.join(names), provider['uuid']))
 
 
-def _duplicate_message(provider, resource_class):
+def _duplicate_message(provider: Mapping[str, Any],
+                       resource_class: str) -> str:
     return ("Inventory for '%s' on resource provider '%s' already exists."
             % (resource_class, provider['uuid']))
 
 
-def _class_ids(conn, names):
+def _class_ids(conn: sa.Connection, names: Sequence[str]) -> dict[str, int]:
     """Map class names to ids; an unknown one is reported in ``names``'
     order (upstream looks them up one by one).
     """
@@ -264,19 +279,22 @@ def _class_ids(conn, names):
         raise
 
 
-def _current_class_ids(conn, provider_id):
+def _current_class_ids(conn: sa.Connection, provider_id: int) -> set[int]:
     return set(conn.execute(
         sa.select(_INV.c.resource_class_id)
         .where(_INV.c.resource_provider_id == provider_id)).scalars())
 
 
-def _row(provider, class_id, record):
+def _row(provider: Mapping[str, Any], class_id: int,
+         record: Mapping[str, Any]) -> dict[str, Any]:
     return {'resource_provider_id': provider['id'],
             'resource_class_id': class_id,
             **{field: record[field] for field in FIELDS}}
 
 
-def _update_rows(conn, provider, changed):
+def _update_rows(conn: sa.Connection, provider: Mapping[str, Any],
+                 changed: Mapping[int, tuple[str, Mapping[str, Any]]]
+                 ) -> None:
     """Rewrite the given {class id: (name, record)} inventories."""
     conn.execute(
         _INV.update()
@@ -289,7 +307,9 @@ def _update_rows(conn, provider, changed):
     _warn_over_capacity(conn, provider, changed)
 
 
-def _warn_over_capacity(conn, provider, changed):
+def _warn_over_capacity(conn: sa.Connection, provider: Mapping[str, Any],
+                        changed: Mapping[int, tuple[str, Mapping[str, Any]]]
+                        ) -> None:
     usages = conn.execute(
         sa.select(_ALLOC.c.resource_class_id, sa.func.sum(_ALLOC.c.used))
         .where(_ALLOC.c.resource_provider_id == provider['id'])
@@ -302,7 +322,8 @@ def _warn_over_capacity(conn, provider, changed):
                         provider['uuid'], name)
 
 
-def _delete_rows(conn, provider_id, class_ids):
+def _delete_rows(conn: sa.Connection, provider_id: int,
+                 class_ids: Iterable[int]) -> None:
     conn.execute(_INV.delete()
                  .where(_INV.c.resource_provider_id == provider_id)
                  .where(_INV.c.resource_class_id.in_(class_ids)))

@@ -12,20 +12,22 @@ from placement.db import tables
 _RP = tables.resource_providers
 
 
-def set_root_provider_ids(conn, batch_size=None):
+def set_root_provider_ids(conn: sa.Connection,
+                          batch_size: int | None = None) -> int:
     """A provider without a root predates nesting: it is its own root."""
-    ids = sa.select(_RP.c.id).where(_RP.c.root_provider_id.is_(None))
+    query = sa.select(_RP.c.id).where(_RP.c.root_provider_id.is_(None))
     if batch_size:
-        ids = ids.limit(batch_size)
-    ids = [row.id for row in conn.execute(ids)]
+        query = query.limit(batch_size)
+    ids = [row.id for row in conn.execute(query)]
     if ids:
         conn.execute(_RP.update().where(_RP.c.id.in_(ids))
                      .values(root_provider_id=_RP.c.id))
     return len(ids)
 
 
-def create_incomplete_consumers(conn, project_external_id, user_external_id,
-                                batch_size=None):
+def create_incomplete_consumers(conn: sa.Connection, project_external_id: str,
+                                user_external_id: str,
+                                batch_size: int | None = None) -> int:
     """Give consumers known only from allocations a row, owned by the
     configured placeholder project and user, as upstream does.
     """

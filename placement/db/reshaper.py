@@ -9,6 +9,12 @@ new inventories together, then the allocations are replaced, then each
 provider's inventory becomes exactly the new one (refused if something
 is still allocated from a class that goes).
 """
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
 from placement import exception
 from placement.db import allocation as alloc_db
 from placement.db import inventory as inventory_db
@@ -18,7 +24,7 @@ from placement.db import resource_provider as rp_db
 class ProviderNotFound(exception.NotFound):
     """A provider whose inventories the request replaces does not exist."""
 
-    def __init__(self, uuid, reason):
+    def __init__(self, uuid: str, reason: str) -> None:
         super().__init__('Resource provider %s in inventories not found: %s'
                          % (uuid, reason))
 
@@ -26,13 +32,15 @@ class ProviderNotFound(exception.NotFound):
 class ProviderGenerationConflict(exception.PlacementError):
     """The client's view of a provider is stale (not worth a retry)."""
 
-    def __init__(self, uuid, actual, given):
+    def __init__(self, uuid: str, actual: int, given: int) -> None:
         super().__init__('resource provider generation conflict for '
                          'provider %s: actual: %s, given: %s'
                          % (uuid, actual, given))
 
 
-def reshape(conn, inventories, requests):
+def reshape(conn: sa.Connection,
+            inventories: Mapping[str, tuple[int, dict[str, dict[str, Any]]]],
+            requests: Sequence[alloc_db.ConsumerRequest]) -> None:
     """Apply ``inventories`` ({provider uuid: (generation the client saw,
     {class name: complete record})}) and the allocation.ConsumerRequests
     ``requests``, all or nothing.
@@ -50,7 +58,7 @@ def reshape(conn, inventories, requests):
         providers.append((provider, records))
     alloc_db.check(plan)
 
-    generations = {}
+    generations: dict[int, int] = {}
     for provider, records in providers:
         if records:
             interim = {name: inventory_db.with_defaults(record)

@@ -1,4 +1,7 @@
 """Resource classes: standard ones (read-only) and CUSTOM_* ones."""
+from collections.abc import Sequence
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement import exception
@@ -8,13 +11,13 @@ from placement.db import tables
 _RC = tables.resource_classes
 
 
-def list_all(conn):
+def list_all(conn: sa.Connection) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(
         sa.select(_RC.c.id, _RC.c.name, _RC.c.created_at, _RC.c.updated_at)
         .order_by(_RC.c.id)).mappings()]
 
 
-def get_by_name(conn, name):
+def get_by_name(conn: sa.Connection, name: str) -> dict[str, Any]:
     row = conn.execute(
         sa.select(_RC.c.id, _RC.c.name, _RC.c.created_at, _RC.c.updated_at)
         .where(_RC.c.name == name)).mappings().first()
@@ -23,11 +26,11 @@ def get_by_name(conn, name):
     return dict(row)
 
 
-def ids_by_name(conn, names):
+def ids_by_name(conn: sa.Connection, names: Sequence[str]) -> dict[str, int]:
     """Map names to ids; raise NotFound naming the first unknown one in
     ``names``' order (upstream resolves them one by one).
     """
-    found = dict(conn.execute(
+    found: dict[str, int] = dict(conn.execute(
         sa.select(_RC.c.name, _RC.c.id)
         .where(_RC.c.name.in_(set(names)))).all())
     for name in names:
@@ -36,7 +39,7 @@ def ids_by_name(conn, names):
     return found
 
 
-def is_standard(name):
+def is_standard(name: str) -> bool:
     return not name.startswith('CUSTOM_')
 
 
@@ -46,7 +49,7 @@ def is_standard(name):
 _CREATE_ROUNDS = 64
 
 
-def create(conn, name):
+def create(conn: sa.Connection, name: str) -> int:
     """Insert a custom class with the next free id from CUSTOM_RC_START."""
     for _ in range(_CREATE_ROUNDS):
         if _exists(conn, name):
@@ -67,7 +70,7 @@ def create(conn, name):
     raise exception.ConcurrentUpdate(exception.DATA_CHANGED)
 
 
-def rename(conn, name, new_name):
+def rename(conn: sa.Connection, name: str, new_name: str) -> None:
     row = get_by_name(conn, name)
     if is_standard(name):
         raise exception.Invalid(
@@ -83,7 +86,7 @@ def rename(conn, name, new_name):
         raise exception.Duplicate(new_name) from None
 
 
-def delete(conn, name):
+def delete(conn: sa.Connection, name: str) -> None:
     row = get_by_name(conn, name)
     if is_standard(name):
         raise exception.Invalid(
@@ -98,6 +101,6 @@ def delete(conn, name):
     conn.execute(_RC.delete().where(_RC.c.id == row['id']))
 
 
-def _exists(conn, name):
+def _exists(conn: sa.Connection, name: str) -> bool:
     return conn.execute(
         sa.select(_RC.c.id).where(_RC.c.name == name)).first() is not None

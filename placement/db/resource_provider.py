@@ -1,7 +1,11 @@
 """Resource providers: lookup, listing with filters, create, update (rename,
 re-parent), delete, and the generation guard every write uses.
 """
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import functools
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -53,7 +57,7 @@ class HasChildren(exception.InUse):
     """Delete refused: the provider is the parent of others."""
 
 
-def _select():
+def _select() -> sa.Select:
     """Provider rows with their parent's and root's uuids."""
     parent = _RP.alias('parent')
     root = _RP.alias('root')
@@ -68,7 +72,7 @@ def _select():
             .outerjoin(root, _RP.c.root_provider_id == root.c.id)))
 
 
-def _find(conn, uuid):
+def _find(conn: sa.Connection, uuid: str) -> dict[str, Any] | None:
     row = conn.execute(_select().where(_RP.c.uuid == uuid)).mappings().first()
     return None if row is None else dict(row)
 
@@ -76,7 +80,7 @@ def _find(conn, uuid):
 NOT_FOUND = 'No resource provider with uuid %s found'
 
 
-def get_by_uuid(conn, uuid):
+def get_by_uuid(conn: sa.Connection, uuid: str) -> dict[str, Any]:
     """The provider row (with parent/root uuids) or NotFound."""
     row = _find(conn, uuid)
     if row is None:
@@ -84,7 +88,8 @@ def get_by_uuid(conn, uuid):
     return row
 
 
-def increment_generation(conn, provider_id, expected_generation):
+def increment_generation(conn: sa.Connection, provider_id: int,
+                         expected_generation: int) -> int:
     """Bump the generation iff it is still ``expected_generation``.
 
     A conditional UPDATE inside the caller's transaction: whichever writer
@@ -103,7 +108,8 @@ def increment_generation(conn, provider_id, expected_generation):
     return expected_generation + 1
 
 
-def lock(conn, uuids):
+def lock(conn: sa.Connection,
+         uuids: Collection[str]) -> dict[str, dict[str, Any]]:
     """{uuid: {'id', 'uuid', 'generation'}} of the providers among
     ``uuids``, their rows locked until the caller's transaction ends.
 
@@ -125,7 +131,8 @@ def lock(conn, uuids):
     return {row['uuid']: dict(row) for row in rows}
 
 
-def bump_generations(conn, generations):
+def bump_generations(conn: sa.Connection,
+                     generations: Mapping[int, int]) -> dict[int, int]:
     """Add one to the generation of the providers of ``generations`` ({id:
     current generation}), which the caller has locked (``lock``); return
     {id: new generation}.
@@ -138,7 +145,8 @@ def bump_generations(conn, generations):
             for provider_id, generation in generations.items()}
 
 
-def linked_ids(conn, table, column, provider_id):
+def linked_ids(conn: sa.Connection, table: sa.Table, column: sa.Column[Any],
+               provider_id: int) -> set[int]:
     """The set of ``column`` values the provider has in link ``table``
     (resource_provider_traits, resource_provider_aggregates).
     """
@@ -147,7 +155,8 @@ def linked_ids(conn, table, column, provider_id):
     ).scalars())
 
 
-def relink(conn, table, column, provider_id, current, wanted):
+def relink(conn: sa.Connection, table: sa.Table, column: sa.Column[Any],
+           provider_id: int, current: set[int], wanted: set[int]) -> None:
     """Turn the provider's links from the set ``current`` into ``wanted``."""
     removed = current - wanted
     if removed:
@@ -161,7 +170,9 @@ def relink(conn, table, column, provider_id, current, wanted):
             for linked_id in sorted(added)])
 
 
-def list_all(conn, name=None, uuid=None, ids=None):
+def list_all(conn: sa.Connection, name: str | None = None,
+             uuid: str | None = None,
+             ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
     """Providers (rows as ``get_by_uuid``) with the ``name``, ``uuid`` and
     among the ``ids`` given, in id order.
     """
@@ -197,7 +208,8 @@ _ROW_KINDS = (packed.INT, packed.TEXT, packed.ANY_TEXT, packed.INT,
               packed.OPTIONAL_TEXT)
 
 
-def create(conn, uuid, name, parent_uuid=None):
+def create(conn: sa.Connection, uuid: str, name: str,
+           parent_uuid: str | None = None) -> dict[str, Any]:
     """Insert a provider (a root, or under ``parent_uuid``); return its row.
 
     ``uuid`` is expected in canonical form. Raises Duplicate (uuid or name
@@ -215,10 +227,12 @@ def create(conn, uuid, name, parent_uuid=None):
     _check_unique(conn, uuid, name)
     try:
         with conn.begin_nested():
+            # SQLAlchemy's stubs make inserted_primary_key Optional; a
+            # single-row insert() always has it.
             provider_id = conn.execute(_RP.insert().values(
                 uuid=uuid, name=name, generation=0,
                 parent_provider_id=parent and parent['id'],
-            )).inserted_primary_key[0]
+            )).inserted_primary_key[0]  # type: ignore[index]
     except sa.exc.IntegrityError:
         # Created by a concurrent request since the check above.
         _check_unique(conn, uuid, name)
@@ -233,21 +247,25 @@ _DUPLICATE_UUID = 'Conflicting resource provider uuid: %s already exists.'
 _DUPLICATE_NAME = 'Conflicting resource provider name: %s already exists.'
 
 
-def _check_unique(conn, uuid, name):
+def _check_unique(conn: sa.Connection, uuid: str, name: str) -> None:
     if _find(conn, uuid) is not None:
         raise exception.Duplicate(_DUPLICATE_UUID % uuid)
     if _name_taken(conn, name):
         raise exception.Duplicate(_DUPLICATE_NAME % name)
 
 
-def _name_taken(conn, name, except_id=None):
+def _name_taken(conn: sa.Connection, name: str,
+                except_id: int | None = None) -> bool:
     query = sa.select(_RP.c.id).where(_RP.c.name == name)
     if except_id is not None:
         query = query.where(_RP.c.id != except_id)
     return conn.execute(query.limit(1)).first() is not None
 
 
-def update(conn, uuid, name, parent_uuid=KEEP_PARENT, reparent=False):
+# parent_uuid: a uuid, None or KEEP_PARENT.
+def update(conn: sa.Connection, uuid: str, name: str,
+           parent_uuid: object = KEEP_PARENT,
+           reparent: bool = False) -> dict[str, Any]:
     """Rename the provider and, unless ``parent_uuid`` is KEEP_PARENT, set
     its parent (None: make it a root). Return the updated row.
 
@@ -296,7 +314,7 @@ def _set_parent(conn, row, parent_uuid, reparent):
                      .values(root_provider_id=root_id))
 
 
-def _subtree_ids(conn, row):
+def _subtree_ids(conn: sa.Connection, row: Mapping[str, Any]) -> set[int]:
     """Ids of the provider and all its descendants."""
     children: dict[int | None, list[int]] = {}
     for provider_id, parent_id in conn.execute(
@@ -311,7 +329,7 @@ def _subtree_ids(conn, row):
     return found
 
 
-def delete(conn, uuid):
+def delete(conn: sa.Connection, uuid: str) -> None:
     """Delete the provider with its inventories, traits and aggregate
     links. Raises NotFound, HasChildren or HasAllocations.
     """
@@ -344,12 +362,13 @@ def delete(conn, uuid):
         raise _has_children(uuid) from None
 
 
-def _has_children(uuid):
+def _has_children(uuid: str) -> HasChildren:
     return HasChildren('Unable to delete parent resource provider %s: It '
                        'has child resource providers.' % uuid)
 
 
-def _exists(conn, table, condition):
+def _exists(conn: sa.Connection, table: sa.Table,
+            condition: sa.ColumnElement[bool]) -> bool:
     return conn.execute(
         sa.select(sa.literal(1)).select_from(table).where(condition)
         .limit(1)).first() is not None

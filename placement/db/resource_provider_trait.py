@@ -1,4 +1,8 @@
 """The traits of a resource provider."""
+from collections.abc import Collection
+from collections.abc import Mapping
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement import exception
@@ -9,7 +13,7 @@ _T = tables.traits
 _RPT = tables.resource_provider_traits
 
 
-def of_provider(conn, provider_id):
+def of_provider(conn: sa.Connection, provider_id: int) -> list[dict[str, Any]]:
     """The provider's traits (name and timestamps), by trait id."""
     rows = conn.execute(
         sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
@@ -19,7 +23,8 @@ def of_provider(conn, provider_id):
     return [dict(row) for row in rows]
 
 
-def replace(conn, provider, names, expected_generation):
+def replace(conn: sa.Connection, provider: Mapping[str, Any],
+            names: Collection[str], expected_generation: int) -> int:
     """Make ``names`` the provider's whole set of traits.
 
     ``provider`` is a row of ``resource_provider.get_by_uuid``. The
@@ -33,14 +38,15 @@ def replace(conn, provider, names, expected_generation):
     return _apply(conn, provider, set(wanted.values()), expected_generation)
 
 
-def delete_all(conn, provider):
+def delete_all(conn: sa.Connection, provider: Mapping[str, Any]) -> int:
     """Remove every trait of the provider (bumping the generation if it had
     any). Returns the generation afterwards. Raises ConcurrentUpdate.
     """
     return _apply(conn, provider, set(), provider['generation'])
 
 
-def _apply(conn, provider, wanted, expected_generation):
+def _apply(conn: sa.Connection, provider: Mapping[str, Any], wanted: set[int],
+           expected_generation: int) -> int:
     current = rp_db.linked_ids(conn, _RPT, _RPT.c.trait_id, provider['id'])
     if wanted == current:
         return expected_generation
@@ -51,9 +57,10 @@ def _apply(conn, provider, wanted, expected_generation):
     return generation
 
 
-def _ids_by_name(conn, names):
+def _ids_by_name(conn: sa.Connection,
+                 names: Collection[str]) -> dict[str, int]:
     """Map names to ids; NotFound lists unknown names in request order."""
-    found = dict(conn.execute(
+    found: dict[str, int] = dict(conn.execute(
         sa.select(_T.c.name, _T.c.id)
         .where(_T.c.name.in_(sorted(set(names))))).all())
     missing = [name for name in dict.fromkeys(names) if name not in found]

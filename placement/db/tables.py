@@ -17,12 +17,12 @@ metadata = sa.MetaData()
 _MYSQL: dict[str, Any] = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
 
 
-def _utcnow():
+def _utcnow() -> datetime.datetime:
     """Naive UTC timestamp, the representation upstream stores."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def _timestamps():
+def _timestamps() -> tuple[sa.Column[Any], ...]:
     # Upstream sets these client-side (no server defaults), first in order.
     return (
         sa.Column('created_at', sa.DateTime, default=_utcnow),

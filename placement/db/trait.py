@@ -1,4 +1,7 @@
 """Traits: the os-traits standard set (read-only) and CUSTOM_* ones."""
+from collections.abc import Collection
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement import exception
@@ -8,7 +11,9 @@ _T = tables.traits
 _RPT = tables.resource_provider_traits
 
 
-def list_all(conn, names=None, prefix=None, associated=None):
+def list_all(conn: sa.Connection, names: Collection[str] | None = None,
+             prefix: str | None = None,
+             associated: bool | None = None) -> list[dict[str, Any]]:
     """Traits ordered by name, filtered as GET /traits allows."""
     query = sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
     if names is not None:
@@ -24,7 +29,7 @@ def list_all(conn, names=None, prefix=None, associated=None):
             conn.execute(query.order_by(_T.c.name)).mappings()]
 
 
-def get_by_name(conn, name):
+def get_by_name(conn: sa.Connection, name: str) -> dict[str, Any]:
     row = conn.execute(
         sa.select(_T.c.id, _T.c.name, _T.c.created_at, _T.c.updated_at)
         .where(_T.c.name == name)).mappings().first()
@@ -33,7 +38,7 @@ def get_by_name(conn, name):
     return dict(row)
 
 
-def ensure(conn, name):
+def ensure(conn: sa.Connection, name: str) -> bool:
     """Create the trait if it is missing; return True if it was created."""
     if exists(conn, name):
         return False
@@ -46,7 +51,7 @@ def ensure(conn, name):
     return True
 
 
-def delete(conn, name):
+def delete(conn: sa.Connection, name: str) -> None:
     row = get_by_name(conn, name)
     if not name.startswith('CUSTOM_'):
         raise exception.Invalid('Cannot delete standard trait %s.' % name)
@@ -58,6 +63,6 @@ def delete(conn, name):
     conn.execute(_T.delete().where(_T.c.id == row['id']))
 
 
-def exists(conn, name):
+def exists(conn: sa.Connection, name: str) -> bool:
     return conn.execute(
         sa.select(_T.c.id).where(_T.c.name == name)).first() is not None

@@ -1,4 +1,6 @@
 """Usages: sums of allocated amounts, per provider or per project/user."""
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement.db import tables
@@ -15,7 +17,7 @@ ALL = 'all'
 UNKNOWN = 'unknown'
 
 
-def by_provider(conn, provider_id):
+def by_provider(conn: sa.Connection, provider_id: int) -> dict[str, int]:
     """{class name: used} for every class the provider has inventory of,
     zero when nothing is allocated.
     """
@@ -32,7 +34,8 @@ def by_provider(conn, provider_id):
     return {name: int(used) for name, used in rows}
 
 
-def by_project(conn, project_id, user_id=None):
+def by_project(conn: sa.Connection, project_id: str,
+               user_id: str | None = None) -> dict[str, int]:
     """{class name: used} over the consumers of a project (and user)."""
     rows = conn.execute(
         _project_query(project_id, user_id,
@@ -42,14 +45,17 @@ def by_project(conn, project_id, user_id=None):
     return {name: int(used) for name, used in rows}
 
 
-def by_consumer_type(conn, project_id, user_id=None, consumer_type=None):
+def by_consumer_type(conn: sa.Connection, project_id: str,
+                     user_id: str | None = None,
+                     consumer_type: str | None = None
+                     ) -> dict[str, dict[str, int]]:
     """{consumer type: {class name: used, 'consumer_count': n}} over the
     consumers of a project (and user).
 
     Consumers without a type count as ``unknown``. ``consumer_type``
     keeps one type; ``all`` sums every consumer under the key ``all``.
     """
-    def query(*columns):
+    def query(*columns: sa.ColumnElement[Any]) -> sa.Select:
         q = _project_query(project_id, user_id, _TYPE.c.name, *columns)
         if consumer_type == UNKNOWN:
             q = q.where(_CONSUMER.c.consumer_type_id.is_(None))
@@ -57,12 +63,12 @@ def by_consumer_type(conn, project_id, user_id=None, consumer_type=None):
             q = q.where(_TYPE.c.name == consumer_type)
         return q
 
-    def key(type_name):
+    def key(type_name: str | None) -> str:
         if consumer_type == ALL:
             return ALL
         return UNKNOWN if type_name is None else type_name
 
-    usages = {}
+    usages: dict[str, dict[str, int]] = {}
     rows = conn.execute(
         query(_RC.c.name, sa.func.sum(_ALLOC.c.used))
         .group_by(_TYPE.c.name, _RC.c.id, _RC.c.name)
@@ -82,7 +88,8 @@ def by_consumer_type(conn, project_id, user_id=None, consumer_type=None):
     return usages
 
 
-def _project_query(project_id, user_id, *columns):
+def _project_query(project_id: str, user_id: str | None,
+                   *columns: sa.ColumnElement[Any]) -> sa.Select:
     joins = (
         _ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id)
         .join(_CONSUMER, _ALLOC.c.consumer_id == _CONSUMER.c.uuid)

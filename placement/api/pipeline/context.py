@@ -33,7 +33,8 @@ def conf() -> cfg.ConfigOpts:
 
 
 def provider_or_404(uuid: str, detail: str = '%(error)s',
-                    conn: sa.engine.Connection | None = None) -> sa.Row:
+                    conn: sa.engine.Connection | None = None
+                    ) -> dict[str, Any]:
     """The provider row of ``uuid`` (read on ``conn`` inside a
     transaction, else on a connection of its own), or a 404 whose message
     ``detail`` words from ``uuid`` and ``error`` (upstream words it
