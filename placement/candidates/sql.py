@@ -2,7 +2,8 @@
 
 Each function is one statement that returns plain rows; the engine does
 the per-candidate reasoning in memory. Statements are built once per
-shape and dialect; lists of ids travel as ``id_list`` sends them.
+shape and backend, which picks its variant where the kinds of database
+differ; lists of ids travel as ``id_list`` sends them.
 """
 import collections
 import dataclasses
@@ -17,7 +18,7 @@ from typing import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from placement.db import engine as db_engine
+from placement.db import backends
 from placement.db import id_list
 from placement.db import packed
 from placement.db import tables
@@ -48,6 +49,7 @@ def lookup(conn: sa.Connection, classes: set[str], traits: set[str],
     found = Names({}, {}, {}, {})
     if not kinds:
         return found
+    backend = backends.of(conn)
     stored_providers: dict[str, tuple[int, int]] = {}
     for kind, name, ident, root in conn.execute(
             _lookup_statement(kinds),
@@ -59,13 +61,14 @@ def lookup(conn: sa.Connection, classes: set[str], traits: set[str],
         elif kind == 'aggregate':
             found.aggregates[name] = ident
         else:
-            stored_providers[_uuid_key(conn, name)] = (ident, root)
+            stored_providers[backend.collation_key(name)] = (ident, root)
     # Classes, traits and aggregates are matched by exact name, as
     # upstream matches them in Python; provider uuids by the database's
     # own comparison, as upstream's in_tree lookup does.
     for uuid in providers:
-        if _uuid_key(conn, uuid) in stored_providers:
-            found.providers[uuid] = stored_providers[_uuid_key(conn, uuid)]
+        if backend.collation_key(uuid) in stored_providers:
+            found.providers[uuid] = stored_providers[
+                backend.collation_key(uuid)]
     return found
 
 
@@ -92,12 +95,6 @@ def _lookup_statement(kinds):
             table.c.id, root.label('root'))
             .where(key.in_(sa.bindparam(kind, expanding=True))))
     return sa.union_all(*parts)
-
-
-def _uuid_key(conn, uuid):
-    if conn.dialect.name in db_engine.MYSQL_BACKENDS:
-        return uuid.lower().rstrip(' ')
-    return uuid
 
 
 Inventory = collections.namedtuple(
@@ -473,18 +470,19 @@ def _used():
             .scalar_subquery())
 
 
-def _with_usage(dialect, rows, rc_ids, listed):
+def _with_usage(backend, rows, rc_ids, listed):
     """``rows`` (inventories, possibly joined to more), joined where
     needed to what gives the amount used of each inventory, and that
     amount; only rows of the classes ``rc_ids`` are asked about.
 
     Each row's usage is looked up on the (provider, class, used) index,
     but for a scan that is not restricted to ``listed`` trees or
-    providers on PostgreSQL and MySQL: that sums the classes' allocations
-    once, as PostgreSQL would JIT-compile the correlated form of a large
-    scan and MariaDB takes a third longer over it.
+    providers where the backend has ``usage_by_join`` (PostgreSQL and
+    MySQL): that sums the classes' allocations once, as PostgreSQL would
+    JIT-compile the correlated form of a large scan and MariaDB takes a
+    third longer over it.
     """
-    if dialect == 'sqlite' or listed:
+    if not backend.usage_by_join or listed:
         return rows, _used()
     usage = (sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.resource_class_id,
@@ -500,7 +498,7 @@ def _with_usage(dialect, rows, rc_ids, listed):
 
 
 @functools.lru_cache(maxsize=256)
-def _inventory_statement(dialect, shape, selection, within, usage=True):
+def _inventory_statement(backend, shape, selection, within, usage=True):
     """The rows of the classes ``rc_ids``, with usage (0 without
     ``usage``); ``selection`` of them by a Narrowing of ``shape``;
     ``within`` (a resource_providers column: root_provider_id or id)
@@ -511,7 +509,7 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     # In the order of Inventory's fields; MySQL's sql_ratio is worked out
     # in Python (every column read costs there).
     sql_ratio = ((_INV.c.allocation_ratio.label('sql_ratio'),)
-                 if dialect not in db_engine.MYSQL_BACKENDS else ())
+                 if not backend.sql_ratio_in_python else ())
     columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
                _RP.c.root_provider_id, _RP.c.parent_provider_id,
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
@@ -520,10 +518,10 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     rows: Any = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
     used: Any = sa.literal(0)
     if usage:
-        rows, used = _with_usage(dialect, rows, rc_ids,
+        rows, used = _with_usage(backend, rows, rc_ids,
                                  listed=within is not None)
     rc = _INV.c.resource_class_id
-    if within is not None and dialect == 'sqlite':
+    if within is not None and backend.avoid_class_index:
         # Without statistics SQLite would walk the class index (most of
         # the table) rather than look the few trees or providers up; an
         # expression of the class is not indexed.
@@ -537,13 +535,13 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     elif selection == UNFIT:
         query = query.where(sa.not_(_fits(_INV, range(shape.classes), rc)))
     if within == 'root_provider_id':
-        query = query.where(_in_trees(_INV.c.resource_provider_id, dialect))
+        query = query.where(_in_trees(_INV.c.resource_provider_id, backend))
     elif within is not None:
-        query = query.where(id_list.among(_RP.c[within], dialect))
+        query = query.where(id_list.among(_RP.c[within], backend))
     return query
 
 
-def _in_trees(provider_id, dialect):
+def _in_trees(provider_id, backend):
     """``provider_id`` (of a table joined to resource_providers) is in
     one of the trees whose root ids are bound as ``ids``.
 
@@ -554,12 +552,12 @@ def _in_trees(provider_id, dialect):
     array worked out first (an InitPlan), it probes: at 100,000 nodes a
     batch of 1,000 trees' inventories took 29 ms that way and takes 8.5.
     """
-    if dialect != 'postgresql':
-        return id_list.among(_RP.c.root_provider_id, dialect)
+    if not backend.prefers_arrays:
+        return id_list.among(_RP.c.root_provider_id, backend)
     members = _RP.alias('member')
     return provider_id == sa.any_(sa.func.array(
         sa.select(members.c.id)
-        .where(id_list.among(members.c.root_provider_id, dialect))
+        .where(id_list.among(members.c.root_provider_id, backend))
         .scalar_subquery()))
 
 
@@ -601,16 +599,16 @@ def providers_with_room(conn: sa.Connection,
     params = dict(_class_params(resources), tree=tree,
                   rc_ids=sorted(rc for rc, _amount in resources))
     rows = packed.rows(conn, _room_statement(
-        conn.dialect.name, len(resources), tree is not None),
+        backends.of(conn), len(resources), tree is not None),
         (packed.INT,), params)
     return {provider for provider, in rows}
 
 
 @functools.lru_cache(maxsize=32)
-def _room_statement(dialect, classes, in_tree):
+def _room_statement(backend, classes, in_tree):
     rc_ids: sa.BindParameter[list[int]] = sa.bindparam(
         'rc_ids', expanding=True)
-    rows, used = _with_usage(dialect, _INV, rc_ids, listed=False)
+    rows, used = _with_usage(backend, _INV, rc_ids, listed=False)
     room = []
     for i in range(classes):
         amount: sa.BindParameter[int] = sa.bindparam('amount_%d' % i)
@@ -651,14 +649,15 @@ def inventories(conn: sa.Connection, rc_ids: Iterable[int],
         within, ids = 'root_provider_id', roots
     elif provider_ids is not None:
         within, ids = 'id', provider_ids
+    backend = backends.of(conn)
     query = _inventory_statement(
-        conn.dialect.name, shape,
+        backend, shape,
         selection if narrowing is not None else ALL, within, usage)
     if ids is None:
         rows = packed.rows(conn, query, _INVENTORY_KINDS, params)
     else:
         rows = id_list.rows_among(conn, query, ids, params, _INVENTORY_KINDS)
-    if conn.dialect.name in db_engine.MYSQL_BACKENDS:
+    if backend.sql_ratio_in_python:
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
                           int(used))
@@ -797,20 +796,20 @@ def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
     kinds = (packed.INT, packed.INT)
     if roots is None:
         return id_list.rows_among(
-            conn, _sharing_anchors_statement(conn.dialect.name, 'all'),
+            conn, _sharing_anchors_statement(backends.of(conn), 'all'),
             provider_ids, None, kinds)
     sharing = sorted(provider_ids)
     if not sharing or not roots:
         return []
-    dialect = conn.dialect.name
+    backend = backends.of(conn)
     form = 'listed'
     span = max(roots) - min(roots)
-    if (dialect in ('mysql', 'mariadb')
+    if (backend.anchors_from_trees
             and span < TREES_PER_SHARER * len(sharing)
             and span < IDS_PER_ROOT * len(roots)):
         form = 'from_trees'
     return id_list.rows_among(
-        conn, _sharing_anchors_statement(dialect, form), roots,
+        conn, _sharing_anchors_statement(backend, form), roots,
         {'sharing': sharing}, kinds)
 
 
@@ -824,12 +823,12 @@ def sharing_anchors_between(conn: sa.Connection, provider_ids: Iterable[int],
         return []
     bounds, params = _root_range(after, upto)
     return packed.rows(
-        conn, _sharing_anchors_statement(conn.dialect.name, bounds),
+        conn, _sharing_anchors_statement(backends.of(conn), bounds),
         (packed.INT, packed.INT), dict(params, sharing=sharing))
 
 
 @functools.lru_cache(maxsize=16)
-def _sharing_anchors_statement(dialect, roots):
+def _sharing_anchors_statement(backend, roots):
     """Sharing providers and the roots they share with: the providers
     bound as ``ids`` and every root (``roots`` 'all'); else the providers
     bound as ``sharing`` and the roots bound as ``ids`` ('listed', or
@@ -840,7 +839,7 @@ def _sharing_anchors_statement(dialect, roots):
         mine: Any = _RPA.alias('mine')
         query, _peer = _anchors_through(mine)
         return query.where(
-            id_list.among(mine.c.resource_provider_id, dialect))
+            id_list.among(mine.c.resource_provider_id, backend))
     # Starting from the trees, the database would read every member of
     # each of their aggregates (an availability zone's thousands) before
     # finding few of them sharing: only the sharing providers' aggregates
@@ -849,8 +848,8 @@ def _sharing_anchors_statement(dialect, roots):
     # array worked out first (see _in_trees), which its planner, unlike
     # a subquery, does not misjudge.
     if roots == 'from_trees':
-        return _anchors_of_trees(dialect)
-    if dialect == 'postgresql':
+        return _anchors_of_trees(backend)
+    if backend.prefers_arrays:
         # One array: hundreds of values, twice, took longer to plan than
         # the statement to run. The sharing providers' memberships are
         # read once, then matched by hash rather than looked up again for
@@ -875,11 +874,11 @@ def _sharing_anchors_statement(dialect, roots):
                 sa.select(sharer.c.aggregate_id)
                 .where(sharer.c.resource_provider_id.in_(sharing))))
     if roots == 'listed':
-        return query.where(id_list.among(_RP.c.root_provider_id, dialect))
+        return query.where(id_list.among(_RP.c.root_provider_id, backend))
     return _in_root_range(query, roots)
 
 
-def _anchors_of_trees(dialect):
+def _anchors_of_trees(backend):
     """_sharing_anchors_statement's 'from_trees' form, for MariaDB and
     roots in a narrow, dense id range (TREES_PER_SHARER, IDS_PER_ROOT):
     from the trees' providers, read by that range, through their
@@ -906,7 +905,7 @@ def _anchors_of_trees(dialect):
                 .join(shared, shared.c.aggregate_id == peer.c.aggregate_id)
                 .join(mine, mine.c.aggregate_id == peer.c.aggregate_id))
             .where(mine.c.resource_provider_id.in_(sharing),
-                   id_list.among(_RP.c.root_provider_id, dialect)))
+                   id_list.among(_RP.c.root_provider_id, backend)))
 
 
 def _anchors_through(mine):
@@ -926,14 +925,14 @@ def parents(conn: sa.Connection, provider_ids: Iterable[int]
             ) -> Sequence[tuple[int, int | None]]:
     """(id, parent id) of ``provider_ids``."""
     return id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
+        backends.of(conn), 'id', (_RP.c.id, _RP.c.parent_provider_id)),
         provider_ids, kinds=(packed.INT, packed.OPTIONAL_INT))
 
 
 @functools.lru_cache(maxsize=32)
-def _providers_statement(dialect, key, columns):
+def _providers_statement(backend, key, columns):
     """``columns`` of the providers whose ``key`` column is among ids."""
-    return sa.select(*columns).where(id_list.among(_RP.c[key], dialect))
+    return sa.select(*columns).where(id_list.among(_RP.c[key], backend))
 
 
 def provider_ids(conn: sa.Connection,
@@ -954,11 +953,11 @@ def tree_members(conn: sa.Connection, roots: Iterable[int],
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
     rows = list(id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'root_provider_id', columns), roots,
+        backends.of(conn), 'root_provider_id', columns), roots,
         kinds=_MEMBER_KINDS))
     seen = {row[0] for row in rows}
     rows += id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'id', columns), set(extra_ids) - seen,
+        backends.of(conn), 'id', columns), set(extra_ids) - seen,
         kinds=_MEMBER_KINDS)
     return rows
 
@@ -981,7 +980,7 @@ def provider_inventories(
 
 
 @functools.lru_cache(maxsize=16)
-def _provider_inventories_statement(dialect, key):
+def _provider_inventories_statement(backend, key):
     return (sa.select(
         _INV.c.resource_provider_id, _RC.c.name, _INV.c.total,
         _INV.c.reserved, _INV.c.allocation_ratio, _used())
@@ -990,9 +989,9 @@ def _provider_inventories_statement(dialect, key):
             .join(_RP, _RP.c.id == _INV.c.resource_provider_id))
         .where(_INV.c.resource_class_id.not_in(
             sa.bindparam('skip', expanding=True)),
-            _in_trees(_INV.c.resource_provider_id, dialect)
+            _in_trees(_INV.c.resource_provider_id, backend)
             if key == 'root_provider_id'
-            else id_list.among(_RP.c[key], dialect)))
+            else id_list.among(_RP.c[key], backend)))
 
 
 def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
@@ -1007,12 +1006,12 @@ def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
 
 
 @functools.lru_cache(maxsize=16)
-def _provider_traits_statement(dialect, key):
+def _provider_traits_statement(backend, key):
     # Ids, not names: a few traits recur on thousands of rows.
     return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id)
             .select_from(
                 _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-            .where(id_list.among(_RP.c[key], dialect))
+            .where(id_list.among(_RP.c[key], backend))
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
 
 
@@ -1036,13 +1035,13 @@ _TRAIT_NAMES = sa.select(_TRAIT.c.id, _TRAIT.c.name).where(
 
 def _of_providers(conn, statement, roots, provider_ids, kinds,
                   ordered=False, **params):
-    """Rows of ``statement(dialect, key)`` (which joins resource_providers)
+    """Rows of ``statement(backend, key)`` (which joins resource_providers)
     for the trees rooted at ``roots`` and for ``provider_ids``; ``kinds``
     of its columns and ``ordered`` as for id_list.rows_among.
     """
-    rows = []
+    backend = backends.of(conn)
+    rows: list[Any] = []
     for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
-        rows += id_list.rows_among(
-            conn, statement(conn.dialect.name, key), ids, params, kinds,
-            ordered)
+        rows += id_list.rows_among(conn, statement(backend, key), ids,
+                                   params, kinds, ordered)
     return rows

@@ -2,10 +2,14 @@
 re-parent), delete, and the generation guard every write uses.
 """
 import functools
+from typing import Any
+from typing import Collection
+from typing import Iterable
 
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import backends
 from placement.db import id_list
 from placement.db import packed
 from placement.db import tables
@@ -76,7 +80,7 @@ def _find(conn, uuid):
 NOT_FOUND = 'No resource provider with uuid %s found'
 
 
-def get_by_uuid(conn, uuid):
+def get_by_uuid(conn: sa.Connection, uuid: str) -> dict[str, Any]:
     """The provider row (with parent/root uuids) or NotFound."""
     row = _find(conn, uuid)
     if row is None:
@@ -84,7 +88,8 @@ def get_by_uuid(conn, uuid):
     return row
 
 
-def increment_generation(conn, provider_id, expected_generation):
+def increment_generation(conn: sa.Connection, provider_id: int,
+                         expected_generation: int) -> int:
     """Bump the generation iff it is still ``expected_generation``.
 
     A conditional UPDATE inside the caller's transaction: whichever writer
@@ -103,7 +108,8 @@ def increment_generation(conn, provider_id, expected_generation):
     return expected_generation + 1
 
 
-def lock(conn, uuids):
+def lock(conn: sa.Connection,
+         uuids: Collection[str]) -> dict[str, dict[str, Any]]:
     """{uuid: {'id', 'uuid', 'generation'}} of the providers among
     ``uuids``, their rows locked until the caller's transaction ends.
 
@@ -125,7 +131,8 @@ def lock(conn, uuids):
     return {row['uuid']: dict(row) for row in rows}
 
 
-def bump_generations(conn, generations):
+def bump_generations(conn: sa.Connection,
+                     generations: dict[int, int]) -> dict[int, int]:
     """Add one to the generation of the providers of ``generations`` ({id:
     current generation}), which the caller has locked (``lock``); return
     {id: new generation}.
@@ -138,7 +145,8 @@ def bump_generations(conn, generations):
             for provider_id, generation in generations.items()}
 
 
-def linked_ids(conn, table, column, provider_id):
+def linked_ids(conn: sa.Connection, table: sa.Table, column: Any,
+               provider_id: int) -> set[Any]:
     """The set of ``column`` values the provider has in link ``table``
     (resource_provider_traits, resource_provider_aggregates).
     """
@@ -147,7 +155,8 @@ def linked_ids(conn, table, column, provider_id):
     ).scalars())
 
 
-def relink(conn, table, column, provider_id, current, wanted):
+def relink(conn: sa.Connection, table: sa.Table, column: Any,
+           provider_id: int, current: set[Any], wanted: set[Any]) -> None:
     """Turn the provider's links from the set ``current`` into ``wanted``."""
     removed = current - wanted
     if removed:
@@ -161,12 +170,14 @@ def relink(conn, table, column, provider_id, current, wanted):
             for linked_id in sorted(added)])
 
 
-def list_all(conn, name=None, uuid=None, ids=None):
+def list_all(conn: sa.Connection, name: str | None = None,
+             uuid: str | None = None,
+             ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
     """Providers (rows as ``get_by_uuid``) with the ``name``, ``uuid`` and
     among the ``ids`` given, in id order.
     """
     params = {'name': name, 'uuid': uuid}
-    query = _list_statement(conn.dialect.name, name is not None,
+    query = _list_statement(backends.of(conn), name is not None,
                             uuid is not None, ids is not None)
     if ids is None:
         return [dict(row) for row in conn.execute(query, params).mappings()]
@@ -176,7 +187,7 @@ def list_all(conn, name=None, uuid=None, ids=None):
 
 
 @functools.lru_cache(maxsize=16)
-def _list_statement(dialect, by_name, by_uuid, by_ids):
+def _list_statement(backend, by_name, by_uuid, by_ids):
     """list_all's statement, built once per shape: a packed read caches
     its form by the statement's identity."""
     query = _select()
@@ -185,7 +196,7 @@ def _list_statement(dialect, by_name, by_uuid, by_ids):
     if by_uuid:
         query = query.where(_RP.c.uuid == sa.bindparam('uuid'))
     if by_ids:
-        query = query.where(id_list.among(_RP.c.id, dialect))
+        query = query.where(id_list.among(_RP.c.id, backend))
     return query.order_by(_RP.c.id)
 
 
@@ -197,7 +208,8 @@ _ROW_KINDS = (packed.INT, packed.TEXT, packed.ANY_TEXT, packed.INT,
               packed.OPTIONAL_TEXT)
 
 
-def create(conn, uuid, name, parent_uuid=None):
+def create(conn: sa.Connection, uuid: str, name: str,
+           parent_uuid: str | None = None) -> dict[str, Any]:
     """Insert a provider (a root, or under ``parent_uuid``); return its row.
 
     ``uuid`` is expected in canonical form. Raises Duplicate (uuid or name
@@ -218,7 +230,7 @@ def create(conn, uuid, name, parent_uuid=None):
             provider_id = conn.execute(_RP.insert().values(
                 uuid=uuid, name=name, generation=0,
                 parent_provider_id=parent and parent['id'],
-            )).inserted_primary_key[0]
+            )).inserted_primary_key[0]  # type: ignore[index]
     except sa.exc.IntegrityError:
         # Created by a concurrent request since the check above.
         _check_unique(conn, uuid, name)
@@ -247,7 +259,9 @@ def _name_taken(conn, name, except_id=None):
     return conn.execute(query.limit(1)).first() is not None
 
 
-def update(conn, uuid, name, parent_uuid=KEEP_PARENT, reparent=False):
+def update(conn: sa.Connection, uuid: str, name: str,
+           parent_uuid: Any = KEEP_PARENT,
+           reparent: bool = False) -> dict[str, Any]:
     """Rename the provider and, unless ``parent_uuid`` is KEEP_PARENT, set
     its parent (None: make it a root). Return the updated row.
 
@@ -311,7 +325,7 @@ def _subtree_ids(conn, row):
     return found
 
 
-def delete(conn, uuid):
+def delete(conn: sa.Connection, uuid: str) -> None:
     """Delete the provider with its inventories, traits and aggregate
     links. Raises NotFound, HasChildren or HasAllocations.
     """
