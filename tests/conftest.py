@@ -72,7 +72,7 @@ from werkzeug import test as werkzeug_test
 
 from placement import conf as placement_conf
 from placement.api import app as placement_app
-from placement.candidates import sql as candidates_sql
+from placement.candidates import survey_cache
 from placement.candidates import trees_needed
 from placement.db import engine as db_engine
 from placement.db import migration
@@ -342,7 +342,7 @@ def _clean(engine):
                 conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 1')
         standard_sync.sync_standard(conn)
     # Counts of the rows just deleted would steer the next test's reads.
-    candidates_sql.forget_surveys()
+    survey_cache.forget_surveys()
     trees_needed.forget()
 
 

@@ -23,6 +23,7 @@ from typing import Iterable
 from typing import Iterator
 from typing import Sequence
 
+from placement.candidates import narrowing as planner
 from placement.candidates import sql
 from placement.db import inventory as inventory_db
 
@@ -61,9 +62,9 @@ class Universe:
     def __init__(self,
                  requested_classes: set[int] | frozenset[int] = frozenset(),
                  roots: set[int] | None = None,
-                 narrowing: sql.Narrowing | None = None) -> None:
+                 narrowing: planner.Narrowing | None = None) -> None:
         # What the inventories were chosen for: the requested classes, the
-        # trees they were read from (None: all) and the sql.Narrowing that
+        # trees they were read from (None: all) and the Narrowing that
         # left rows out (None: none).
         self.requested_classes = requested_classes
         self.roots = roots

@@ -2,7 +2,7 @@
 Plans that generate its candidates from it.
 
 ``load_universe`` reads the requested classes' inventories (only the
-rows that can matter, when sql.Narrowing can tell), who holds the
+rows that can matter, when a narrowing.Narrowing can tell), who holds the
 requested traits and aggregates, and which trees the sharing providers
 serve. With a limit that means not every candidate is needed,
 ``Planned.in_batches`` reads the trees a batch at a time instead, until
@@ -18,6 +18,7 @@ from typing import Iterator
 import sqlalchemy as sa
 
 from placement.candidates import engine
+from placement.candidates import narrowing as planner
 from placement.candidates import request as model
 from placement.candidates import sql
 from placement.candidates import trees_needed
@@ -341,7 +342,7 @@ def _add_links(conn, universe, trait_ids, aggregate_ids, **among):
 
 
 def _narrowing(request, needs, names):
-    """What sql.Narrowing can tell from ``needs`` alone."""
+    """What a narrowing.Narrowing can tell from ``needs`` alone."""
     amounts: dict[int, int] = {}
     for need in needs:
         for rc, amount in need.resources:
@@ -354,7 +355,7 @@ def _narrowing(request, needs, names):
     # Every group is satisfied in the tree of a candidate's anchor.
     required = sorted({any_of for need in needs for any_of in need.required},
                       key=sorted)
-    return sql.Narrowing(
+    return planner.Narrowing(
         amounts, sharing_trait=names.traits.get(SHARING_TRAIT),
         member_of=member_of,
         root_required=ids(request.root_required, names.traits),

@@ -2,13 +2,12 @@
 
 Each function is one statement that returns plain rows; the engine does
 the per-candidate reasoning in memory. Statements are built once per
-shape and dialect; lists of ids travel as ``id_list`` sends them.
+shape and backend, which picks its variant where the kinds of database
+differ; lists of ids travel as ``id_list`` sends them.
 """
 import collections
-import dataclasses
 import functools
 import struct
-import time
 from typing import Any
 from typing import Collection
 from typing import Iterable
@@ -17,7 +16,8 @@ from typing import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from placement.db import engine as db_engine
+from placement.candidates import narrowing as planner
+from placement.db import backends
 from placement.db import id_list
 from placement.db import packed
 from placement.db import tables
@@ -48,6 +48,7 @@ def lookup(conn: sa.Connection, classes: set[str], traits: set[str],
     found = Names({}, {}, {}, {})
     if not kinds:
         return found
+    backend = backends.of(conn)
     stored_providers: dict[str, tuple[int, int]] = {}
     for kind, name, ident, root in conn.execute(
             _lookup_statement(kinds),
@@ -59,13 +60,14 @@ def lookup(conn: sa.Connection, classes: set[str], traits: set[str],
         elif kind == 'aggregate':
             found.aggregates[name] = ident
         else:
-            stored_providers[_uuid_key(conn, name)] = (ident, root)
+            stored_providers[backend.collation_key(name)] = (ident, root)
     # Classes, traits and aggregates are matched by exact name, as
     # upstream matches them in Python; provider uuids by the database's
     # own comparison, as upstream's in_tree lookup does.
     for uuid in providers:
-        if _uuid_key(conn, uuid) in stored_providers:
-            found.providers[uuid] = stored_providers[_uuid_key(conn, uuid)]
+        if backend.collation_key(uuid) in stored_providers:
+            found.providers[uuid] = stored_providers[
+                backend.collation_key(uuid)]
     return found
 
 
@@ -94,372 +96,15 @@ def _lookup_statement(kinds):
     return sa.union_all(*parts)
 
 
-def _uuid_key(conn, uuid):
-    if conn.dialect.name in db_engine.MYSQL_BACKENDS:
-        return uuid.lower().rstrip(' ')
-    return uuid
-
-
 Inventory = collections.namedtuple(
     'Inventory', 'provider rc root parent total reserved ratio sql_ratio '
                  'min_unit max_unit step_size used')
-
-# Above any max_unit (an INT column): asks of more fit nowhere.
-_BEYOND_MAX_UNIT = 0x7FFFFFFF + 1
 
 # What sql.inventories reads of the requested classes' rows.
 USABLE = 'usable'   # those the Narrowing keeps
 FIT = 'fit'         # those some group could take its amount from
 UNFIT = 'unfit'     # those no group could take its amount from
 ALL = 'all'
-
-
-# A survey's counts change slowly and only steer how much is read, never
-# what is found: they are reused for a while, per database and question.
-SURVEY_SECONDS = 30
-_SURVEYS_KEPT = 1024
-_recent_surveys: dict[tuple[str, Any], tuple[float, Any]] = {}
-
-
-def forget_surveys() -> None:
-    _recent_surveys.clear()
-
-
-def _recently_counted(conn, question, count):
-    """``count()``, or what it gave for ``question`` on this database
-    less than SURVEY_SECONDS ago."""
-    key = (str(conn.engine.url), question)
-    now = time.monotonic()
-    counted = _recent_surveys.get(key)
-    if counted is None or now - counted[0] > SURVEY_SECONDS:
-        if len(_recent_surveys) >= _SURVEYS_KEPT:
-            _recent_surveys.clear()
-        counted = _recent_surveys[key] = now, count()
-    return counted[1]
-
-
-@dataclasses.dataclass
-class Narrowing:
-    """Which inventory rows can matter to a request, so that only those
-    are read.
-
-    ``amounts`` holds the smallest amount any group asks of each class: a
-    row that could not give that much even unused (capacity, max_unit) is
-    of no use. Usage is left to the engine: looking it up for every row
-    would cost more than reading the rows.
-    A tree is of use only when its root is in one of ``member_of`` (if not
-    None: every group with resources is restricted to these aggregates),
-    has every trait of ``root_required`` and none of ``root_forbidden``;
-    when, for every ``scarce`` class, it has a row able to give it or
-    shares with a sharing provider (trait ``sharing_trait``) that has
-    one; and when, for every any-of set of trait ids in ``required``
-    (those the groups require), a provider of the tree or a sharing
-    provider it shares with has one of them.
-    Sharing providers are read whatever their tree, for the trees they
-    serve.
-    """
-    amounts: dict[int, int]
-    sharing_trait: int | None = None
-    member_of: frozenset[int] | None = None
-    root_required: frozenset[int] = frozenset()
-    root_forbidden: frozenset[int] = frozenset()
-    required: tuple[frozenset[int], ...] = ()
-    # Checking a class most trees offer would cost more than it saves.
-    scarce: frozenset[int] = frozenset()
-    # From the survey: the trees, the rows able to give each class, the
-    # providers having a trait of each set of ``required`` and the
-    # members of the ``member_of`` aggregates.
-    trees: int = 0
-    able: dict[int, int] = dataclasses.field(default_factory=dict)
-    holders: tuple[int, ...] = ()
-    members: int = 0
-    # The keys (as _Shape's order) of the conditions no sharing provider
-    # meets, once that is known: a tree meets them by itself or not.
-    unshared: frozenset[str] = frozenset()
-
-    def learn_sharing(self, rows: Iterable['Inventory'],
-                      traits: Iterable[set[int]]) -> None:
-        """Set ``unshared`` from the sharing providers' ``rows`` this
-        narrowing keeps (FIT) and the requested ``traits`` of each."""
-        classes = sorted(self.amounts)
-        offered = {inv.rc for inv in rows}
-        held = set().union(*traits)
-        self.unshared = frozenset(
-            ['rc_%d' % i for i, rc in enumerate(classes)
-             if rc not in offered]
-            + ['required_%d' % i for i, any_of in enumerate(self.required)
-               if not any_of & held])
-
-    def survey(self, conn: sa.Connection) -> bool:
-        """Count the rows of each class able to give its amount, the
-        trees, the holders of the required traits and the members of the
-        member_of aggregates (or take the counts of a recent survey); set
-        ``scarce`` to the classes at most half as many rows can give as
-        there are trees, or as the most common class has rows. Return
-        whether the narrowing leaves any row out.
-        """
-        classes = sorted(self.amounts)
-        amounts = tuple(sorted(self.amounts.items()))
-
-        def count_rows():
-            counts = conn.execute(
-                _survey_statement(len(classes)),
-                dict(_class_params(amounts), rc_ids=classes)).all()
-            # Every row carries the number of trees.
-            return ({rc: int(fitting) for rc, _count, fitting, _ in counts},
-                    {rc: count for rc, count, _fitting, _trees in counts},
-                    counts[0][3] if counts else 0)
-        self.able, rows, self.trees = _recently_counted(conn, amounts,
-                                                        count_rows)
-        if self.required:
-            held = _linked_counts(conn, 'trait', set().union(*self.required))
-            self.holders = tuple(sum(held.get(trait, 0) for trait in any_of)
-                                 for any_of in self.required)
-        if self.member_of is not None:
-            self.members = sum(
-                _linked_counts(conn, 'aggregate', self.member_of).values())
-        able = self.able
-        most = max(self.trees, *able.values()) if able else 0
-        self.scarce = frozenset(rc for rc in classes
-                                if able.get(rc, 0) * 2 <= most)
-        return bool(able != rows or self.scarce or self.member_of is not None
-                    or self.root_required or self.root_forbidden
-                    or self.required)
-
-    def shape(self, order: tuple[str, ...] = (),
-              probed: tuple[str, ...] = ()) -> '_Shape':
-        """What the statement's structure depends on (not its values);
-        ``order`` and ``probed`` as _Shape's."""
-        classes = sorted(self.amounts)
-        return _Shape(
-            classes=len(classes),
-            scarce=tuple(i for i, rc in enumerate(classes)
-                         if rc in self.scarce),
-            sharing=self.sharing_trait is not None,
-            member_of=self.member_of is not None,
-            root_required=len(self.root_required),
-            root_forbidden=bool(self.root_forbidden),
-            required=len(self.required), order=order, probed=probed,
-            unshared=tuple(sorted(self.unshared)))
-
-    def roots_shape(self, roots: int) -> '_Shape':
-        """The shape to find the first ``roots`` usable roots with, in id
-        order, looking at the trees one by one: what few providers have
-        (a scarce class's able rows, the holders of a set of required
-        traits, the members of the member_of aggregates) is read first
-        and checked first, and all else looked up for each tree that
-        passed. So is even the rarest, if so common that the trees
-        looked at (about ``roots`` / rows * trees) cost less than its
-        rows would, a tree costing about twice a row.
-        """
-        classes = sorted(self.amounts)
-        counts = {'rc_%d' % i: self.able.get(rc, 0)
-                  for i, rc in enumerate(classes) if rc in self.scarce}
-        counts.update(('required_%d' % i, held)
-                      for i, held in enumerate(self.holders))
-        if self.member_of is not None:
-            counts['member_of'] = self.members
-        order = tuple(sorted(counts, key=lambda key: (counts[key], key)))
-        probed = order[1:]
-        if order and counts[order[0]] ** 2 > 2 * roots * self.trees:
-            probed = order
-        return self.shape(order, probed)
-
-    def params(self) -> dict[str, Any]:
-        params = _class_params(sorted(self.amounts.items()))
-        params.update(sharing_trait=self.sharing_trait,
-                      member_of=sorted(self.member_of or ()),
-                      root_forbidden=sorted(self.root_forbidden))
-        for i, trait in enumerate(sorted(self.root_required)):
-            params['root_required_%d' % i] = trait
-        for i, any_of in enumerate(self.required):
-            params['required_%d' % i] = sorted(any_of)
-        return params
-
-
-def _class_params(resources):
-    """``rc_i`` and ``amount_i`` for the (class, amount) pairs in order,
-    as the statements that check amounts bind them.
-    """
-    params = {}
-    for i, (rc, amount) in enumerate(resources):
-        params['rc_%d' % i] = rc
-        params['amount_%d' % i] = min(amount, _BEYOND_MAX_UNIT)
-    return params
-
-
-# ``order``: the keys ('rc_<i>' for scarce class i, 'required_<i>' for
-# required set i, 'member_of') of the conditions on a tree in the order
-# they are checked (none: that order); ``probed``: those looked up for
-# each tree (a correlated subquery), checked after all others, rather
-# than among all the providers meeting them (Narrowing.roots_shape);
-# ``unshared``: those no sharing provider meets (Narrowing.unshared).
-_Shape = collections.namedtuple(
-    '_Shape', 'classes scarce sharing member_of root_required '
-              'root_forbidden required order probed unshared')
-
-
-def _fits(inv, classes, rc=None):
-    """The row could give class ``i``'s amount, for one of ``classes``;
-    ``rc`` stands for the row's class column if given.
-    """
-    rc = inv.c.resource_class_id if rc is None else rc
-    return sa.or_(*(
-        sa.and_(rc == sa.bindparam('rc_%d' % i),
-                inv.c.max_unit >= sa.bindparam('amount_%d' % i),
-                (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
-                >= sa.bindparam('amount_%d' % i))
-        for i in classes))
-
-
-def _linked_counts(conn, kind, ids):
-    """{id: providers linked to it} of ``ids`` of ``kind`` (as _LINKS),
-    from a recent survey if there was one."""
-    ids = sorted(ids)
-    return _recently_counted(
-        conn, (kind, tuple(ids)),
-        lambda: dict(conn.execute(_linked_count_statement(kind),
-                                  {'ids': ids}).all()))
-
-
-@functools.lru_cache(maxsize=2)
-def _linked_count_statement(kind):
-    _link, column = _LINKS[kind]
-    return (sa.select(column, sa.func.count())
-            .where(column.in_(sa.bindparam('ids', expanding=True)))
-            .group_by(column))
-
-
-@functools.lru_cache(maxsize=16)
-def _survey_statement(classes):
-    fitting = sa.func.sum(sa.case((_fits(_INV, range(classes)), 1), else_=0))
-    trees = (sa.select(sa.func.count()).select_from(_RP)
-             .where(_RP.c.parent_provider_id.is_(None)).scalar_subquery())
-    return (sa.select(_INV.c.resource_class_id, sa.func.count(), fitting,
-                      trees)
-            .where(_INV.c.resource_class_id.in_(
-                sa.bindparam('rc_ids', expanding=True)))
-            .group_by(_INV.c.resource_class_id))
-
-
-def _sharing(provider):
-    return provider.in_(sa.select(_RPT.c.resource_provider_id).where(
-        _RPT.c.trait_id == sa.bindparam('sharing_trait')))
-
-
-def _usable(shape, inv, rp, rc):
-    """Whether the row of ``inv`` (joined to ``rp``) can matter."""
-    fits = _fits(inv, range(shape.classes), rc)
-    tree = _tree_usable(shape, rp.c.root_provider_id)
-    if not tree:
-        return fits
-    tree_usable = sa.and_(*tree)
-    if shape.sharing:
-        tree_usable = sa.or_(tree_usable, _sharing(inv.c.resource_provider_id))
-    return sa.and_(fits, tree_usable)
-
-
-def _tree_usable(shape, root):
-    """The conditions on the tree of ``root`` (a column) for its rows to
-    be of use, in the order to check them.
-    """
-    keyed = {'rc_%d' % i: _offers(shape, root, i) for i in shape.scarce}
-    if shape.member_of:
-        member = _RP.alias('member')
-        keyed['member_of'] = _tree_has(
-            root, member,
-            _RPA.join(member, member.c.id == _RPA.c.resource_provider_id),
-            _RPA.c.aggregate_id.in_(
-                sa.bindparam('member_of', expanding=True)),
-            'member_of' in shape.probed)
-    keyed.update(('required_%d' % i, _holds(shape, root, i))
-                 for i in range(shape.required))
-    order = shape.order or tuple(keyed)
-    tree = [keyed[key] for key in order if key not in shape.probed]
-    for i in range(shape.root_required):
-        tree.append(root.in_(
-            sa.select(_RPT.c.resource_provider_id)
-            .where(_RPT.c.trait_id == sa.bindparam('root_required_%d' % i))))
-    if shape.root_forbidden:
-        tree.append(root.not_in(
-            sa.select(_RPT.c.resource_provider_id)
-            .where(_RPT.c.trait_id.in_(
-                sa.bindparam('root_forbidden', expanding=True)))))
-    probes = [keyed[key] for key in order if key in shape.probed]
-    if not (tree and probes):
-        return tree + probes
-    # Only a tree that passed the others is looked up: in a CASE, which
-    # the database evaluates in order, where MariaDB would look up every
-    # tree before it joins the others' providers.
-    return [sa.case((sa.and_(*tree), sa.and_(*probes)), else_=sa.false())]
-
-
-def _offers(shape, root, i):
-    """The tree of ``root`` has a row able to give class ``i``, or shares
-    with a sharing provider that has one.
-    """
-    inv = _INV.alias('offer')
-    rp = _RP.alias('offer_rp')
-    offers = _tree_has(
-        root, rp, inv.join(rp, rp.c.id == inv.c.resource_provider_id),
-        _fits(inv, [i]), 'rc_%d' % i in shape.probed)
-    if not shape.sharing or 'rc_%d' % i in shape.unshared:
-        return offers
-    sharer = (sa.select(inv.c.resource_provider_id)
-              .where(_fits(inv, [i]), _sharing(inv.c.resource_provider_id)))
-    # MariaDB may look the tree's rows up root by root even so: after the
-    # (read once) trees served, which spares it the lookups of those.
-    return sa.or_(_served(root, sharer), offers)
-
-
-def _holds(shape, root, i):
-    """A provider of the tree of ``root`` has one of the traits of
-    required set ``i``, or a sharing provider the tree shares with has.
-    """
-    link = _RPT.alias('holder_trait')
-    rp = _RP.alias('holder_rp')
-    traits: sa.BindParameter[list[int]] = sa.bindparam(
-        'required_%d' % i, expanding=True)
-    holds = _tree_has(
-        root, rp, link.join(rp, rp.c.id == link.c.resource_provider_id),
-        link.c.trait_id.in_(traits), 'required_%d' % i in shape.probed)
-    if not shape.sharing or 'required_%d' % i in shape.unshared:
-        return holds
-    sharer = (sa.select(link.c.resource_provider_id)
-              .where(link.c.trait_id.in_(traits),
-                     _sharing(link.c.resource_provider_id)))
-    return sa.or_(holds, _served(root, sharer))
-
-
-def _tree_has(root, rp, providers, condition, probe):
-    """The tree of ``root`` has a provider (``rp``, a resource_providers
-    alias joined into ``providers``) meeting ``condition``: looked up
-    for this root alone if ``probe``, else among the roots of all such
-    providers, read first.
-    """
-    if probe:
-        # A scalar subquery, which neither MariaDB nor PostgreSQL turns
-        # into a read of every such provider, as they would an EXISTS.
-        return (sa.select(rp.c.id).select_from(providers)
-                .where(condition, rp.c.root_provider_id == root)
-                .limit(1).scalar_subquery().is_not(None))
-    return root.in_(sa.select(rp.c.root_provider_id)
-                    .select_from(providers).where(condition))
-
-
-def _served(root, sharers):
-    """The tree of ``root`` has a provider in an aggregate of one of the
-    providers ``sharers`` selects.
-    """
-    mine = _RPA.alias('sharer_agg')
-    peer = _RPA.alias('peer_agg')
-    peer_rp = _RP.alias('peer_rp')
-    return root.in_(
-        sa.select(peer_rp.c.root_provider_id).select_from(
-            peer.join(peer_rp, peer_rp.c.id == peer.c.resource_provider_id))
-        .where(peer.c.aggregate_id.in_(
-            sa.select(mine.c.aggregate_id)
-            .where(mine.c.resource_provider_id.in_(sharers)))))
 
 
 def _used():
@@ -473,18 +118,19 @@ def _used():
             .scalar_subquery())
 
 
-def _with_usage(dialect, rows, rc_ids, listed):
+def _with_usage(backend, rows, rc_ids, listed):
     """``rows`` (inventories, possibly joined to more), joined where
     needed to what gives the amount used of each inventory, and that
     amount; only rows of the classes ``rc_ids`` are asked about.
 
     Each row's usage is looked up on the (provider, class, used) index,
     but for a scan that is not restricted to ``listed`` trees or
-    providers on PostgreSQL and MySQL: that sums the classes' allocations
-    once, as PostgreSQL would JIT-compile the correlated form of a large
-    scan and MariaDB takes a third longer over it.
+    providers where the backend has ``usage_by_join`` (PostgreSQL and
+    MySQL): that sums the classes' allocations once, as PostgreSQL would
+    JIT-compile the correlated form of a large scan and MariaDB takes a
+    third longer over it.
     """
-    if dialect == 'sqlite' or listed:
+    if not backend.usage_by_join or listed:
         return rows, _used()
     usage = (sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.resource_class_id,
@@ -500,7 +146,7 @@ def _with_usage(dialect, rows, rc_ids, listed):
 
 
 @functools.lru_cache(maxsize=256)
-def _inventory_statement(dialect, shape, selection, within, usage=True):
+def _inventory_statement(backend, shape, selection, within, usage=True):
     """The rows of the classes ``rc_ids``, with usage (0 without
     ``usage``); ``selection`` of them by a Narrowing of ``shape``;
     ``within`` (a resource_providers column: root_provider_id or id)
@@ -511,7 +157,7 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     # In the order of Inventory's fields; MySQL's sql_ratio is worked out
     # in Python (every column read costs there).
     sql_ratio = ((_INV.c.allocation_ratio.label('sql_ratio'),)
-                 if dialect not in db_engine.MYSQL_BACKENDS else ())
+                 if not backend.sql_ratio_in_python else ())
     columns = (_INV.c.resource_provider_id, _INV.c.resource_class_id,
                _RP.c.root_provider_id, _RP.c.parent_provider_id,
                _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
@@ -520,10 +166,10 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     rows: Any = _INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
     used: Any = sa.literal(0)
     if usage:
-        rows, used = _with_usage(dialect, rows, rc_ids,
+        rows, used = _with_usage(backend, rows, rc_ids,
                                  listed=within is not None)
     rc = _INV.c.resource_class_id
-    if within is not None and dialect == 'sqlite':
+    if within is not None and backend.avoid_class_index:
         # Without statistics SQLite would walk the class index (most of
         # the table) rather than look the few trees or providers up; an
         # expression of the class is not indexed.
@@ -531,19 +177,20 @@ def _inventory_statement(dialect, shape, selection, within, usage=True):
     query = (sa.select(*columns, used).select_from(rows)
              .where(rc.in_(rc_ids)))
     if selection == USABLE:
-        query = query.where(_usable(shape, _INV, _RP, rc))
+        query = query.where(planner.usable(shape, _INV, _RP, rc))
     elif selection == FIT:
-        query = query.where(_fits(_INV, range(shape.classes), rc))
+        query = query.where(planner.fits(_INV, range(shape.classes), rc))
     elif selection == UNFIT:
-        query = query.where(sa.not_(_fits(_INV, range(shape.classes), rc)))
+        query = query.where(
+            sa.not_(planner.fits(_INV, range(shape.classes), rc)))
     if within == 'root_provider_id':
-        query = query.where(_in_trees(_INV.c.resource_provider_id, dialect))
+        query = query.where(_in_trees(_INV.c.resource_provider_id, backend))
     elif within is not None:
-        query = query.where(id_list.among(_RP.c[within], dialect))
+        query = query.where(id_list.among(_RP.c[within], backend))
     return query
 
 
-def _in_trees(provider_id, dialect):
+def _in_trees(provider_id, backend):
     """``provider_id`` (of a table joined to resource_providers) is in
     one of the trees whose root ids are bound as ``ids``.
 
@@ -554,12 +201,12 @@ def _in_trees(provider_id, dialect):
     array worked out first (an InitPlan), it probes: at 100,000 nodes a
     batch of 1,000 trees' inventories took 29 ms that way and takes 8.5.
     """
-    if dialect != 'postgresql':
-        return id_list.among(_RP.c.root_provider_id, dialect)
+    if not backend.prefers_arrays:
+        return id_list.among(_RP.c.root_provider_id, backend)
     members = _RP.alias('member')
     return provider_id == sa.any_(sa.func.array(
         sa.select(members.c.id)
-        .where(id_list.among(members.c.root_provider_id, dialect))
+        .where(id_list.among(members.c.root_provider_id, backend))
         .scalar_subquery()))
 
 
@@ -568,11 +215,11 @@ def _roots_statement(shape):
     query = sa.select(_RP.c.id).where(_RP.c.parent_provider_id.is_(None),
                                       _RP.c.id > sa.bindparam('after'))
     if shape is not None:
-        query = query.where(*_tree_usable(shape, _RP.c.id))
+        query = query.where(*planner.tree_usable(shape, _RP.c.id))
     return query.order_by(_RP.c.id).limit(sa.bindparam('count'))
 
 
-def usable_roots(conn: sa.Connection, narrowing: Narrowing | None,
+def usable_roots(conn: sa.Connection, narrowing: planner.Narrowing | None,
                  after: int, count: int) -> Sequence[int]:
     """The first ``count`` roots, in order, above ``after``, of the trees
     whose rows ``narrowing`` may keep: a batch of trees. Looking at the
@@ -598,19 +245,19 @@ def providers_with_room(conn: sa.Connection,
     ``tree`` if given: upstream's capacity, unit and step checks, in the
     database's arithmetic as upstream does them.
     """
-    params = dict(_class_params(resources), tree=tree,
+    params = dict(planner.class_params(resources), tree=tree,
                   rc_ids=sorted(rc for rc, _amount in resources))
     rows = packed.rows(conn, _room_statement(
-        conn.dialect.name, len(resources), tree is not None),
+        backends.of(conn), len(resources), tree is not None),
         (packed.INT,), params)
     return {provider for provider, in rows}
 
 
 @functools.lru_cache(maxsize=32)
-def _room_statement(dialect, classes, in_tree):
+def _room_statement(backend, classes, in_tree):
     rc_ids: sa.BindParameter[list[int]] = sa.bindparam(
         'rc_ids', expanding=True)
-    rows, used = _with_usage(dialect, _INV, rc_ids, listed=False)
+    rows, used = _with_usage(backend, _INV, rc_ids, listed=False)
     room = []
     for i in range(classes):
         amount: sa.BindParameter[int] = sa.bindparam('amount_%d' % i)
@@ -633,7 +280,8 @@ def _room_statement(dialect, classes, in_tree):
 
 
 def inventories(conn: sa.Connection, rc_ids: Iterable[int],
-                narrowing: Narrowing | None = None, selection: str = ALL,
+                narrowing: planner.Narrowing | None = None,
+                selection: str = ALL,
                 roots: Iterable[int] | None = None,
                 provider_ids: Iterable[int] | None = None,
                 usage: bool = True) -> list[Inventory]:
@@ -651,14 +299,15 @@ def inventories(conn: sa.Connection, rc_ids: Iterable[int],
         within, ids = 'root_provider_id', roots
     elif provider_ids is not None:
         within, ids = 'id', provider_ids
+    backend = backends.of(conn)
     query = _inventory_statement(
-        conn.dialect.name, shape,
+        backend, shape,
         selection if narrowing is not None else ALL, within, usage)
     if ids is None:
         rows = packed.rows(conn, query, _INVENTORY_KINDS, params)
     else:
         rows = id_list.rows_among(conn, query, ids, params, _INVENTORY_KINDS)
-    if conn.dialect.name in db_engine.MYSQL_BACKENDS:
+    if backend.sql_ratio_in_python:
         return [Inventory(rp, rc, root, parent, total, reserved, ratio,
                           _single_precision(ratio), min_unit, max_unit, step,
                           int(used))
@@ -698,12 +347,6 @@ def aggregate_members(conn: sa.Connection, aggregate_ids: Collection[int],
     return _linked(conn, 'aggregate', aggregate_ids, **among)
 
 
-# What providers are linked to: (link table, column of the linked id).
-_LINKS = {
-    'trait': (_RPT, _RPT.c.trait_id),
-    'aggregate': (_RPA, _RPA.c.aggregate_id),
-}
-
 
 def _linked(conn, kind, ids, sharing_trait=None, between=None):
     """(provider, linked id, root) for the providers linked to one of
@@ -728,14 +371,14 @@ def _linked(conn, kind, ids, sharing_trait=None, between=None):
 
 @functools.lru_cache(maxsize=16)
 def _linked_statement(kind, providers):
-    link, column = _LINKS[kind]
+    link, column = planner.LINKS[kind]
     query = (sa.select(link.c.resource_provider_id, column,
                        _RP.c.root_provider_id)
              .select_from(
                  link.join(_RP, _RP.c.id == link.c.resource_provider_id))
              .where(column.in_(sa.bindparam('ids', expanding=True))))
     if providers == 'sharing':
-        return query.where(_sharing(link.c.resource_provider_id))
+        return query.where(planner.sharing(link.c.resource_provider_id))
     if providers == 'all':
         return query
     return _in_root_range(query, providers)
@@ -797,20 +440,20 @@ def sharing_anchors(conn: sa.Connection, provider_ids: Iterable[int],
     kinds = (packed.INT, packed.INT)
     if roots is None:
         return id_list.rows_among(
-            conn, _sharing_anchors_statement(conn.dialect.name, 'all'),
+            conn, _sharing_anchors_statement(backends.of(conn), 'all'),
             provider_ids, None, kinds)
     sharing = sorted(provider_ids)
     if not sharing or not roots:
         return []
-    dialect = conn.dialect.name
+    backend = backends.of(conn)
     form = 'listed'
     span = max(roots) - min(roots)
-    if (dialect in ('mysql', 'mariadb')
+    if (backend.anchors_from_trees
             and span < TREES_PER_SHARER * len(sharing)
             and span < IDS_PER_ROOT * len(roots)):
         form = 'from_trees'
     return id_list.rows_among(
-        conn, _sharing_anchors_statement(dialect, form), roots,
+        conn, _sharing_anchors_statement(backend, form), roots,
         {'sharing': sharing}, kinds)
 
 
@@ -824,12 +467,12 @@ def sharing_anchors_between(conn: sa.Connection, provider_ids: Iterable[int],
         return []
     bounds, params = _root_range(after, upto)
     return packed.rows(
-        conn, _sharing_anchors_statement(conn.dialect.name, bounds),
+        conn, _sharing_anchors_statement(backends.of(conn), bounds),
         (packed.INT, packed.INT), dict(params, sharing=sharing))
 
 
 @functools.lru_cache(maxsize=16)
-def _sharing_anchors_statement(dialect, roots):
+def _sharing_anchors_statement(backend, roots):
     """Sharing providers and the roots they share with: the providers
     bound as ``ids`` and every root (``roots`` 'all'); else the providers
     bound as ``sharing`` and the roots bound as ``ids`` ('listed', or
@@ -840,7 +483,7 @@ def _sharing_anchors_statement(dialect, roots):
         mine: Any = _RPA.alias('mine')
         query, _peer = _anchors_through(mine)
         return query.where(
-            id_list.among(mine.c.resource_provider_id, dialect))
+            id_list.among(mine.c.resource_provider_id, backend))
     # Starting from the trees, the database would read every member of
     # each of their aggregates (an availability zone's thousands) before
     # finding few of them sharing: only the sharing providers' aggregates
@@ -849,8 +492,8 @@ def _sharing_anchors_statement(dialect, roots):
     # array worked out first (see _in_trees), which its planner, unlike
     # a subquery, does not misjudge.
     if roots == 'from_trees':
-        return _anchors_of_trees(dialect)
-    if dialect == 'postgresql':
+        return _anchors_of_trees(backend)
+    if backend.prefers_arrays:
         # One array: hundreds of values, twice, took longer to plan than
         # the statement to run. The sharing providers' memberships are
         # read once, then matched by hash rather than looked up again for
@@ -875,11 +518,11 @@ def _sharing_anchors_statement(dialect, roots):
                 sa.select(sharer.c.aggregate_id)
                 .where(sharer.c.resource_provider_id.in_(sharing))))
     if roots == 'listed':
-        return query.where(id_list.among(_RP.c.root_provider_id, dialect))
+        return query.where(id_list.among(_RP.c.root_provider_id, backend))
     return _in_root_range(query, roots)
 
 
-def _anchors_of_trees(dialect):
+def _anchors_of_trees(backend):
     """_sharing_anchors_statement's 'from_trees' form, for MariaDB and
     roots in a narrow, dense id range (TREES_PER_SHARER, IDS_PER_ROOT):
     from the trees' providers, read by that range, through their
@@ -906,7 +549,7 @@ def _anchors_of_trees(dialect):
                 .join(shared, shared.c.aggregate_id == peer.c.aggregate_id)
                 .join(mine, mine.c.aggregate_id == peer.c.aggregate_id))
             .where(mine.c.resource_provider_id.in_(sharing),
-                   id_list.among(_RP.c.root_provider_id, dialect)))
+                   id_list.among(_RP.c.root_provider_id, backend)))
 
 
 def _anchors_through(mine):
@@ -926,14 +569,14 @@ def parents(conn: sa.Connection, provider_ids: Iterable[int]
             ) -> Sequence[tuple[int, int | None]]:
     """(id, parent id) of ``provider_ids``."""
     return id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'id', (_RP.c.id, _RP.c.parent_provider_id)),
+        backends.of(conn), 'id', (_RP.c.id, _RP.c.parent_provider_id)),
         provider_ids, kinds=(packed.INT, packed.OPTIONAL_INT))
 
 
 @functools.lru_cache(maxsize=32)
-def _providers_statement(dialect, key, columns):
+def _providers_statement(backend, key, columns):
     """``columns`` of the providers whose ``key`` column is among ids."""
-    return sa.select(*columns).where(id_list.among(_RP.c[key], dialect))
+    return sa.select(*columns).where(id_list.among(_RP.c[key], backend))
 
 
 def provider_ids(conn: sa.Connection,
@@ -954,11 +597,11 @@ def tree_members(conn: sa.Connection, roots: Iterable[int],
     columns = (_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                _RP.c.root_provider_id)
     rows = list(id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'root_provider_id', columns), roots,
+        backends.of(conn), 'root_provider_id', columns), roots,
         kinds=_MEMBER_KINDS))
     seen = {row[0] for row in rows}
     rows += id_list.rows_among(conn, _providers_statement(
-        conn.dialect.name, 'id', columns), set(extra_ids) - seen,
+        backends.of(conn), 'id', columns), set(extra_ids) - seen,
         kinds=_MEMBER_KINDS)
     return rows
 
@@ -981,7 +624,7 @@ def provider_inventories(
 
 
 @functools.lru_cache(maxsize=16)
-def _provider_inventories_statement(dialect, key):
+def _provider_inventories_statement(backend, key):
     return (sa.select(
         _INV.c.resource_provider_id, _RC.c.name, _INV.c.total,
         _INV.c.reserved, _INV.c.allocation_ratio, _used())
@@ -990,9 +633,9 @@ def _provider_inventories_statement(dialect, key):
             .join(_RP, _RP.c.id == _INV.c.resource_provider_id))
         .where(_INV.c.resource_class_id.not_in(
             sa.bindparam('skip', expanding=True)),
-            _in_trees(_INV.c.resource_provider_id, dialect)
+            _in_trees(_INV.c.resource_provider_id, backend)
             if key == 'root_provider_id'
-            else id_list.among(_RP.c[key], dialect)))
+            else id_list.among(_RP.c[key], backend)))
 
 
 def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
@@ -1007,12 +650,12 @@ def provider_traits(conn: sa.Connection, roots: Iterable[int] = (),
 
 
 @functools.lru_cache(maxsize=16)
-def _provider_traits_statement(dialect, key):
+def _provider_traits_statement(backend, key):
     # Ids, not names: a few traits recur on thousands of rows.
     return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id)
             .select_from(
                 _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
-            .where(id_list.among(_RP.c[key], dialect))
+            .where(id_list.among(_RP.c[key], backend))
             .order_by(_RPT.c.resource_provider_id, _RPT.c.trait_id))
 
 
@@ -1036,13 +679,13 @@ _TRAIT_NAMES = sa.select(_TRAIT.c.id, _TRAIT.c.name).where(
 
 def _of_providers(conn, statement, roots, provider_ids, kinds,
                   ordered=False, **params):
-    """Rows of ``statement(dialect, key)`` (which joins resource_providers)
+    """Rows of ``statement(backend, key)`` (which joins resource_providers)
     for the trees rooted at ``roots`` and for ``provider_ids``; ``kinds``
     of its columns and ``ordered`` as for id_list.rows_among.
     """
-    rows = []
+    backend = backends.of(conn)
+    rows: list[Any] = []
     for key, ids in (('root_provider_id', roots), ('id', provider_ids)):
-        rows += id_list.rows_among(
-            conn, statement(conn.dialect.name, key), ids, params, kinds,
-            ordered)
+        rows += id_list.rows_among(conn, statement(backend, key), ids,
+                                   params, kinds, ordered)
     return rows

@@ -9,7 +9,6 @@ with an UPDATE of resource_providers, a table a new database does not
 have yet. Concurrent upgraders queue for the migration lock instead.
 """
 
-import contextlib
 import pathlib
 
 from alembic.runtime import migration as alembic_migration
@@ -17,17 +16,15 @@ import sqlalchemy as sa
 
 from alembic import command
 from alembic import config as alembic_config
+from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import session
-
-_PG_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
-_LOCK_TIMEOUT = 600  # seconds
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _CANDIDATES = (_HERE / 'migrations', _HERE.parent.parent / 'alembic')
 
 
-def upgrade(engine: sa.engine.Engine, revision: str = 'head') -> None:
+def upgrade(engine: sa.Engine, revision: str = 'head') -> None:
     """Migrate the schema to ``revision``.
 
     Existing upstream databases are adopted in place: the revision ids are
@@ -42,13 +39,13 @@ def upgrade(engine: sa.engine.Engine, revision: str = 'head') -> None:
     db_engine.retry_on_transient(lambda: _migrate(engine, revision))
 
 
-def stamp(engine: sa.engine.Engine, revision: str) -> None:
+def stamp(engine: sa.Engine, revision: str) -> None:
     """Record ``revision`` as current without running any migration."""
     with engine.begin() as connection:
         command.stamp(_config(connection), revision)
 
 
-def current_revision(engine: sa.engine.Engine) -> str | None:
+def current_revision(engine: sa.Engine) -> str | None:
     """The database's alembic revision, or None if it was never migrated."""
     return session.Database(engine).read(_revision)
 
@@ -70,38 +67,13 @@ def _revision(connection):
 
 
 def _migrate(engine, revision):
-    with engine.begin() as connection, _migration_lock(connection):
+    # Serialise concurrent upgrades of one database. SQLite needs no lock:
+    # its single writer lock makes a concurrent upgrader fail with a
+    # transient "database is locked" error, and the retry then finds the
+    # schema already migrated.
+    with engine.begin() as connection, \
+            backends.of(connection).migration_lock(connection):
         command.upgrade(_config(connection), revision)
-
-
-@contextlib.contextmanager
-def _migration_lock(connection):
-    """Serialise concurrent upgrades of one database.
-
-    SQLite needs no lock: its single writer lock makes a concurrent upgrader
-    fail with a transient "database is locked" error, and the retry then
-    finds the schema already migrated.
-    """
-    if connection.dialect.name not in db_engine.MYSQL_BACKENDS:
-        if connection.dialect.name == 'postgresql':
-            # Scoped to this database, released with the transaction.
-            connection.execute(sa.text('SELECT pg_advisory_xact_lock(:key)'),
-                               {'key': _PG_LOCK_KEY})
-        yield
-        return
-    # MySQL lock names are server-wide: qualify with the database name.
-    name = connection.execute(sa.text(
-        "SELECT CONCAT('placement-migrate.', DATABASE())")).scalar()
-    got = connection.execute(sa.text('SELECT GET_LOCK(:name, :timeout)'),
-                             {'name': name, 'timeout': _LOCK_TIMEOUT}).scalar()
-    if got != 1:
-        raise RuntimeError('timed out waiting for another process to finish '
-                           'migrating the placement database')
-    try:
-        yield
-    finally:
-        connection.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
-                           {'name': name})
 
 
 def _config(connection):

@@ -14,12 +14,12 @@ Columns travel as they print when that holds no comma (integers, floats,
 uuids, class and trait names), other strings in hexadecimal (``kinds``
 tells which): a pack is ASCII. The server cuts a GROUP_CONCAT at
 ``group_concat_max_len`` and at ``max_allowed_packet``; sessions raise
-the first (``prepare``), and each pack comes with its row count and the
-limit in force, so one cut short is never taken for data. A read too
-large for one pack (``max_allowed_packet`` is 16 MiB by default on
-MariaDB) is read again in packs of ``ROWS_PER_PACK`` rows, numbered by a
-window function, and so is that statement from then on; a pack of those
-cut short too means the statement is read unpacked.
+the first (placement.db.backends.mysql), and each pack comes with its
+row count and the limit in force, so one cut short is never taken for
+data. A read too large for one pack (``max_allowed_packet`` is 16 MiB
+by default on MariaDB) is read again in packs of ``ROWS_PER_PACK`` rows,
+numbered by a window function, and so is that statement from then on; a
+pack of those cut short too means the statement is read unpacked.
 """
 import dataclasses
 import datetime
@@ -33,17 +33,12 @@ import weakref
 import orjson
 import sqlalchemy as sa
 
-LOG = logging.getLogger(__name__)
+from placement.db import backends
 
-# The drivers whose rows are worth packing: they decode in Python.
-PACKING_DRIVERS = frozenset({('mysql', 'pymysql'), ('mariadb', 'pymysql')})
+LOG = logging.getLogger(__name__)
 
 # Rows per pack of a read too large for one.
 ROWS_PER_PACK = 1000
-# What a session's group_concat_max_len is raised to: 1 GiB, the largest
-# max_allowed_packet (which still bounds a pack) and the most MariaDB
-# takes.
-GROUP_CONCAT_MAX_LEN = 2 ** 30
 # The statements whose one pack was cut short once: read in packs of
 # ROWS_PER_PACK from then on.
 _TOO_LARGE: 'weakref.WeakSet[sa.Select]' = weakref.WeakSet()
@@ -104,32 +99,12 @@ OPTIONAL_DATETIME = Kind(_optional(datetime.datetime.fromisoformat),
 
 def packing(dialect: sa.engine.Dialect) -> bool:
     """True if reads through ``dialect`` come packed."""
-    return (dialect.name, dialect.driver) in PACKING_DRIVERS
+    return backends.of(dialect).packs(dialect)
 
 
 class Truncated(Exception):
     """A pack reached the server's limit, or held fewer fields than its
     rows have."""
-
-
-def prepare(engine: sa.engine.Engine) -> None:
-    """Let the sessions of ``engine``, if its driver packs, make packs as
-    large as a row may be."""
-    if not packing(engine.dialect):
-        return
-
-    @sa.event.listens_for(engine, 'connect')
-    def _on_connect(dbapi_conn, _record):
-        cursor = dbapi_conn.cursor()
-        try:
-            cursor.execute('SET SESSION group_concat_max_len = %s',
-                           (GROUP_CONCAT_MAX_LEN,))
-        except dbapi_conn.Error as exc:
-            # Packs then stay within the server's limit (1 MiB by
-            # default): larger reads come in packs of ROWS_PER_PACK.
-            LOG.warning('Could not raise group_concat_max_len: %s', exc)
-        finally:
-            cursor.close()
 
 
 def rows(conn: sa.Connection, statement: sa.Select, kinds: Sequence[Kind],

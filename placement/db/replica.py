@@ -46,7 +46,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from placement.db import engine as db_engine
+from placement.db import backends
+from placement.db.backends import ReplicaUnusable
 
 LOG = logging.getLogger(__name__)
 
@@ -60,11 +61,6 @@ _CHECK_VALID_INTERVALS = 2
 # too old to trust (after an idle spell): a replica that answers by then
 # is read from at once; one that does not is not waited for longer.
 FRESH_CHECK_WAIT = 0.05
-
-
-class ReplicaUnusable(Exception):
-    """The replica answered, but says it is not a replica we can read
-    from (not replicating, not synced)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,105 +203,4 @@ def measure_lag(connection: sa.engine.Connection, primary: sa.engine.Engine,
     the module docstring), waiting for it at most about ``bound`` seconds:
     a result above ``bound`` means "more than that". ReplicaUnusable if it
     is not replicating."""
-    name = connection.dialect.name
-    if name == 'postgresql':
-        return _postgresql_lag(connection, primary, bound)
-    if name in db_engine.MYSQL_BACKENDS:
-        return _mysql_lag(connection, primary, bound)
-    return 0.0
-
-
-def _caught_up_within(reached, bound):
-    """Seconds until ``reached()`` is true, polled until just past
-    ``bound``; the time waited (above ``bound``) if it never is."""
-    started = time.monotonic()
-    while True:
-        waited = time.monotonic() - started
-        if reached():
-            return waited
-        if waited > bound:
-            return waited
-        time.sleep(_POLL)
-
-
-_POLL = 0.01
-_PG_STANDBY = sa.text('SELECT pg_is_in_recovery()')
-_PG_PRIMARY_POSITION = sa.text('SELECT pg_current_wal_lsn()')
-_PG_REPLAYED = sa.text(
-    'SELECT pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn)')
-def _postgresql_lag(connection, primary, bound):
-    if not connection.execute(_PG_STANDBY).scalar():
-        return 0.0
-    # How long the standby takes to replay what the primary has written
-    # now: that is its lag, whatever its link to the primary says.
-    with primary.connect() as on_primary:
-        position = on_primary.execute(_PG_PRIMARY_POSITION).scalar()
-
-    def replayed():
-        return bool(connection.execute(
-            _PG_REPLAYED, {'position': position}).scalar())
-    return _caught_up_within(replayed, bound)
-
-
-def _mysql_lag(connection, primary, bound):
-    channels = _replication_channels(connection)
-    if channels:
-        behind = []
-        for channel in channels:
-            lag = channel.get('Seconds_Behind_Master',
-                              channel.get('Seconds_Behind_Source'))
-            if lag is None:
-                raise ReplicaUnusable('replica is not replicating (%s)' % (
-                    channel.get('Last_SQL_Error')
-                    or channel.get('Last_IO_Error')
-                    or 'replication stopped'))
-            behind.append(float(lag))
-        if connection.dialect.is_mariadb:
-            return _mariadb_gtid_lag(connection, primary, bound)
-        # Whole seconds, rounded down: n means less than n + 1.
-        worst = max(behind)
-        return worst + 1.0 if worst else 0.0
-    wsrep_on = connection.exec_driver_sql(
-        "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").first()
-    if wsrep_on is not None and wsrep_on[1] == 'ON':
-        galera = dict(connection.exec_driver_sql(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN "
-            "('wsrep_ready', 'wsrep_local_state_comment')").all())
-        state = galera.get('wsrep_local_state_comment')
-        if galera.get('wsrep_ready') != 'ON' or state != 'Synced':
-            raise ReplicaUnusable('Galera node is %s' % state)
-    return 0.0
-
-
-def _mariadb_gtid_lag(connection, primary, bound):
-    """How long the replica takes to apply what the primary has logged
-    now (MASTER_GTID_WAIT), past ``bound`` if longer."""
-    with primary.connect() as on_primary:
-        position = on_primary.exec_driver_sql(
-            'SELECT @@GLOBAL.gtid_binlog_pos').scalar()
-    started = time.monotonic()
-    reached = connection.exec_driver_sql(
-        'SELECT MASTER_GTID_WAIT(%s, %s)', (position or '', bound)).scalar()
-    waited = time.monotonic() - started
-    if reached != 0:
-        return max(waited, bound + _POLL)
-    return waited
-
-
-# MariaDB lists every named connection with ALL; MySQL lists every channel
-# without it; the SLAVE spellings are older servers'.
-_STATUS_STATEMENTS = ('SHOW ALL REPLICAS STATUS', 'SHOW ALL SLAVES STATUS',
-                      'SHOW REPLICA STATUS', 'SHOW SLAVE STATUS')
-
-
-def _replication_channels(connection):
-    """The replication connections of the server, as dicts (none if it
-    replicates from nobody)."""
-    for statement in _STATUS_STATEMENTS:
-        try:
-            result = connection.exec_driver_sql(statement)
-        except sa_exc.ProgrammingError:
-            connection.rollback()
-            continue
-        return [dict(row) for row in result.mappings()]
-    return []
+    return backends.of(connection).replica_lag(connection, primary, bound)

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import backends
 from placement.db import id_list
 from placement.db import packed
 from placement.db import tables
@@ -177,7 +178,7 @@ def list_all(conn: sa.Connection, name: str | None = None,
     among the ``ids`` given, in id order.
     """
     params = {'name': name, 'uuid': uuid}
-    query = _list_statement(conn.dialect.name, name is not None,
+    query = _list_statement(backends.of(conn), name is not None,
                             uuid is not None, ids is not None)
     if ids is None:
         return [dict(row) for row in conn.execute(query, params).mappings()]
@@ -187,7 +188,7 @@ def list_all(conn: sa.Connection, name: str | None = None,
 
 
 @functools.lru_cache(maxsize=16)
-def _list_statement(dialect, by_name, by_uuid, by_ids):
+def _list_statement(backend, by_name, by_uuid, by_ids):
     """list_all's statement, built once per shape: a packed read caches
     its form by the statement's identity."""
     query = _select()
@@ -196,7 +197,7 @@ def _list_statement(dialect, by_name, by_uuid, by_ids):
     if by_uuid:
         query = query.where(_RP.c.uuid == sa.bindparam('uuid'))
     if by_ids:
-        query = query.where(id_list.among(_RP.c.id, dialect))
+        query = query.where(id_list.among(_RP.c.id, backend))
     return query.order_by(_RP.c.id)
 
 

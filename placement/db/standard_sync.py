@@ -5,14 +5,13 @@ Standard resource class ids are their index in os_resource_classes.STANDARDS
 resource classes are numbered from CUSTOM_RC_START upwards.
 """
 
-import contextlib
 import logging
 
 import os_resource_classes
 import os_traits
 import sqlalchemy as sa
 
-from placement.db import engine as db_engine
+from placement.db import backends
 from placement.db import tables
 
 LOG = logging.getLogger(__name__)
@@ -24,7 +23,7 @@ CUSTOM_RC_START = 10000
 _MAX_ROUNDS = 3
 
 
-def sync_standard(connection):
+def sync_standard(connection: sa.Connection) -> int:
     """Insert any missing standard resource classes and traits; return how
     many rows this call inserted.
 
@@ -48,6 +47,7 @@ def _missing_traits(existing):
 
 
 def _sync(connection, table, missing_rows):
+    backend = backends.of(connection)
     for _ in range(_MAX_ROUNDS):
         existing = set(connection.scalars(sa.select(table.c.name)))
         rows = missing_rows(existing)
@@ -57,7 +57,8 @@ def _sync(connection, table, missing_rows):
             # A savepoint keeps the caller's transaction usable if another
             # process inserted the same rows first (PostgreSQL aborts the
             # whole transaction on error otherwise).
-            with connection.begin_nested(), _explicit_zero_ids(connection):
+            with connection.begin_nested(), \
+                    backend.explicit_zero_ids(connection):
                 connection.execute(table.insert(), rows)
             LOG.info('Added %d standard %s', len(rows), table.name)
             return len(rows)
@@ -65,24 +66,3 @@ def _sync(connection, table, missing_rows):
             LOG.debug('Standard %s inserted concurrently; re-checking',
                       table.name)
     raise RuntimeError(f'could not synchronise standard {table.name}')
-
-
-@contextlib.contextmanager
-def _explicit_zero_ids(connection):
-    """Let MySQL store id 0 (VCPU) instead of treating it as AUTO_INCREMENT.
-
-    The session sql_mode is restored afterwards, since the connection goes
-    back to a pool shared with request handling.
-    """
-    if connection.dialect.name not in db_engine.MYSQL_BACKENDS:
-        yield
-        return
-    saved = connection.exec_driver_sql('SELECT @@SESSION.sql_mode').scalar()
-    connection.exec_driver_sql(
-        "SET SESSION sql_mode = "
-        "CONCAT_WS(',', @@SESSION.sql_mode, 'NO_AUTO_VALUE_ON_ZERO')")
-    try:
-        yield
-    finally:
-        connection.execute(sa.text('SET SESSION sql_mode = :mode'),
-                           {'mode': saved})

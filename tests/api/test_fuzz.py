@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 import pytest
 import sqlalchemy as sa
 
-from placement.candidates import sql as candidates_sql
+from placement.candidates import survey_cache
 from placement.db import engine as db_engine
 from placement.db import standard_sync
 from placement.db import tables
@@ -1025,7 +1025,7 @@ def _restore(engine, wanted, current):
             if mysql:
                 conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 1')
         standard_sync.sync_standard(conn)
-    candidates_sql.forget_surveys()
+    survey_cache.forget_surveys()
 
 
 # -- the fuzzer ---------------------------------------------------------------

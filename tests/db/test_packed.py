@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from placement.db import engine as db_engine
 from placement.db import packed
 from placement.db import tables
+from placement.db.backends import mysql
 
 from conftest import make_conf
 import sql_rows
@@ -94,7 +95,7 @@ def test_rows_over_several_packs(conn, small_packs, caplog):
 def test_sessions_pack_as_much_as_a_row_holds(conn):
     limit = conn.exec_driver_sql('SELECT @@group_concat_max_len').scalar()
     packing = packed.packing(conn.dialect)
-    assert (limit == packed.GROUP_CONCAT_MAX_LEN) == packing
+    assert (limit == mysql.GROUP_CONCAT_MAX_LEN) == packing
 
 
 # Numbers alone: read as one JSON array through PyMySQL.
@@ -122,7 +123,7 @@ def test_a_session_that_keeps_its_limit_still_packs(backend, monkeypatch,
                                                       caplog):
     # A value the server refuses, as one behind a proxy might refuse the
     # statement: the session starts all the same.
-    monkeypatch.setattr(packed, 'GROUP_CONCAT_MAX_LEN', -1)
+    monkeypatch.setattr(mysql, 'GROUP_CONCAT_MAX_LEN', -1)
     engine = db_engine.create_engine(make_conf(backend.url))
     try:
         with engine.connect() as connection:

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from placement.db import engine as db_engine
+from placement.db.backends import mysql
 
 
 def _conf(**options):
@@ -42,7 +43,7 @@ def test_normalize_url(given, expected):
 
 @pytest.mark.parametrize('charset', ['utf8', 'UTF8', 'utf8mb3'])
 def test_three_byte_charset_upgraded_with_warning(charset, caplog):
-    with caplog.at_level(logging.WARNING, logger=db_engine.__name__):
+    with caplog.at_level(logging.WARNING, logger=mysql.__name__):
         url = db_engine.normalize_url(
             f'mysql+pymysql://u@db/placement?charset={charset}')
     assert url.query['charset'] == 'utf8mb4'
@@ -51,7 +52,7 @@ def test_three_byte_charset_upgraded_with_warning(charset, caplog):
 
 
 def test_utf8mb4_is_silent(caplog):
-    with caplog.at_level(logging.WARNING, logger=db_engine.__name__):
+    with caplog.at_level(logging.WARNING, logger=mysql.__name__):
         db_engine.normalize_url('mysql://u@db/placement?charset=utf8mb4')
     assert caplog.records == []
 

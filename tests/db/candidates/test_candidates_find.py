@@ -12,8 +12,10 @@ from placement import exception
 from placement import querylang
 from placement.candidates import loading
 from placement.candidates import names as naming
+from placement.candidates import narrowing as planner
 from placement.candidates import request as candidates_request
 from placement.candidates import sql as candidates_sql
+from placement.candidates import survey_cache
 from placement.db import resource_class as rc_db
 
 import sql_rows
@@ -373,14 +375,14 @@ def test_trees_read_in_batches_change_no_answer(data, find, seed, probed,
     """
     if sharing_usage == 'as needed':
         monkeypatch.setattr(loading, 'SHARING_USAGE_UP_FRONT', 0)
-    surveyed = candidates_sql.Narrowing.roots_shape
+    surveyed = planner.Narrowing.roots_shape
 
     def roots_shape(narrowing, roots):
         shape = surveyed(narrowing, roots)
         return shape._replace(
             probed=shape.order if probed == 'all' else ())
     if probed != 'as surveyed':
-        monkeypatch.setattr(candidates_sql.Narrowing, 'roots_shape',
+        monkeypatch.setattr(planner.Narrowing, 'roots_shape',
                             roots_shape)
     _random_cloud(data, seed)
     queries = [q.format(**data.uuids) for q in _NARROWED_QUERIES]
@@ -401,7 +403,7 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
     depends on them.
     """
     data.provider('cn1', inventory={'VCPU': 4, 'DISK_GB': 100})
-    candidates_sql.forget_surveys()
+    survey_cache.forget_surveys()
     clock = [1000.0]
     monkeypatch.setattr(time, 'monotonic', lambda: clock[0])
     with sql_trace.executed(backend.engine) as statements:
@@ -409,7 +411,7 @@ def test_recent_survey_is_reused(backend, data, find, monkeypatch):
         assert len(find(query).candidates) == 1
         surveyed = len(statements)
         data.provider('cn2', inventory={'VCPU': 4, 'DISK_GB': 100})
-        clock[0] += candidates_sql.SURVEY_SECONDS
+        clock[0] += survey_cache.SURVEY_SECONDS
         del statements[:]
         assert len(find(query).candidates) == 2
         assert len(statements) == surveyed - 1

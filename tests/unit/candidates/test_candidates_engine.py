@@ -2,6 +2,7 @@
 import pytest
 
 from placement.candidates import engine
+from placement.candidates import narrowing as planner
 from placement.candidates import sql
 
 VCPU, MEM, DISK, VF = 1, 2, 3, 4
@@ -350,7 +351,7 @@ def test_roots_are_found_from_the_rarest_condition_first():
     up tree by tree for those, and so is the rarest when so common that
     the trees looked at cost less than its rows.
     """
-    narrowing = sql.Narrowing(
+    narrowing = planner.Narrowing(
         {1: 1, 2: 10}, member_of=frozenset({7}),
         required=(frozenset({1}), frozenset({2, 3})),
         scarce=frozenset({2}), trees=100_000, able={1: 100_000, 2: 30_000},
@@ -360,19 +361,19 @@ def test_roots_are_found_from_the_rarest_condition_first():
     assert shape.probed == ('member_of', 'rc_1', 'required_0', 'required_1')
     shape = narrowing.roots_shape(10_000)
     assert shape.probed == ('rc_1', 'required_0', 'required_1')
-    rare = sql.Narrowing({1: 1}, required=(frozenset({1}), frozenset({2})),
+    rare = planner.Narrowing({1: 1}, required=(frozenset({1}), frozenset({2})),
                          trees=1000, holders=(900, 5))
     shape = rare.roots_shape(1501)
     assert (shape.order, shape.probed) == (
         ('required_1', 'required_0'), ('required_0',))
-    assert sql.Narrowing({1: 1}).roots_shape(1501).order == ()
+    assert planner.Narrowing({1: 1}).roots_shape(1501).order == ()
 
 
 def test_conditions_no_sharing_provider_meets_are_known():
     """Once the sharing providers' rows and traits are known, a tree's
     conditions they cannot help it meet are checked on the tree alone.
     """
-    narrowing = sql.Narrowing(
+    narrowing = planner.Narrowing(
         {1: 1, 2: 10}, sharing_trait=9,
         required=(frozenset({5}), frozenset({6, 7})))
     disk = sql.Inventory(100, 2, 100, None, 500, 0, 1.0, 1.0, 1, 500, 1, 0)

@@ -1,0 +1,162 @@
+"""What every backend answers, and what it does when it has nothing
+special to do (the defaults of ``Backend``).
+
+A backend module subclasses ``Backend`` for its kind of database and
+overrides only what that database does its own way.
+"""
+import contextlib
+import time
+from typing import Any
+from typing import Callable
+from typing import ContextManager
+from typing import Mapping
+from typing import Sequence
+
+import sqlalchemy as sa
+
+# Seconds a connection attempt to a database server may take.
+_CONNECT_TIMEOUT = 5
+
+# The statements and parameters one read of a list of ids takes.
+IdReads = Sequence[tuple[Any, dict[str, Any]]]
+
+
+class ReplicaUnusable(Exception):
+    """The replica answered, but says it is not a replica we can read
+    from (not replicating, not synced)."""
+
+
+class Backend:
+    """One kind of database: how its engines are set up, how its driver's
+    errors are classified, how lists of ids travel to it, and which
+    variant of a statement it is given where the kinds differ.
+    """
+    # The SQLAlchemy dialect (and URL backend) names it serves.
+    names: frozenset[str] = frozenset()
+    # The drivers bare backend names get (a named one is kept).
+    drivers: Mapping[str, str] = {}
+
+    # Variants of the candidate statements (placement.candidates.sql).
+    # The usage of a scan of inventories that is not restricted to listed
+    # trees is summed once and joined, not looked up row by row.
+    usage_by_join = True
+    # allocation_ratio is single precision in the server's arithmetic:
+    # the statements leave sql_ratio out and it is worked out in Python.
+    sql_ratio_in_python = False
+    # A restriction to listed trees or providers hides the class column
+    # from the planner, which would otherwise walk the class index.
+    avoid_class_index = False
+    # Lists worked out first are given to the planner as one array, which
+    # it does not misjudge as it does a subquery or a long IN list.
+    prefers_arrays = False
+    # The sharing anchors of a narrow, dense range of roots are read from
+    # the trees (see candidates.sql.TREES_PER_SHARER).
+    anchors_from_trees = False
+
+    def __repr__(self) -> str:
+        return '<%s backend>' % type(self).__name__
+
+    def normalize(self, url: sa.engine.URL) -> sa.engine.URL:
+        """``url`` with the driver we ship for a bare backend name
+        (SQLAlchemy 2.1 would pick psycopg 3 for postgresql://)."""
+        if url.drivername in self.drivers:
+            url = url.set(drivername=self.drivers[url.drivername])
+        return url
+
+    def create_engine(self, url: sa.engine.URL, opts: Any) -> sa.Engine:
+        """A pooled engine to a database server, as the [placement_database]
+        options ``opts`` describe it."""
+        kwargs: dict[str, Any] = {
+            'pool_pre_ping': True, 'isolation_level': 'READ COMMITTED',
+            'pool_recycle': getattr(opts, 'connection_recycle_time', 3600)}
+        for option, kwarg in (('max_pool_size', 'pool_size'),
+                              ('max_overflow', 'max_overflow'),
+                              ('pool_timeout', 'pool_timeout')):
+            value = getattr(opts, option, None)
+            if value is not None:
+                kwargs[kwarg] = value
+        if 'connect_timeout' not in url.query:
+            kwargs['connect_args'] = {'connect_timeout': _CONNECT_TIMEOUT}
+        engine = sa.create_engine(url, **kwargs)
+        self.set_up(engine, opts)
+        return engine
+
+    def set_up(self, engine: sa.Engine, opts: Any) -> None:
+        """Prepare the sessions of a new ``engine`` (nothing to do)."""
+
+    # Error classification. Each takes the driver's exception and answers
+    # None unless that driver is this backend's and it can tell.
+    def is_transient(self, orig: BaseException) -> bool | None:
+        """Whether re-running the transaction may succeed."""
+        return None
+
+    def is_disconnect(self, orig: BaseException) -> bool | None:
+        """Whether the connection broke."""
+        return None
+
+    def is_unreachable(self, orig: BaseException) -> bool | None:
+        """Whether the server could not be connected to at all."""
+        return None
+
+    def is_unstorable(self, orig: BaseException) -> bool | None:
+        """Whether the server refused a value itself."""
+        return None
+
+    def claim_write_lock(self, connection: sa.Connection) -> None:
+        """Make a write transaction queue for the database's write lock
+        now (rows are locked as statements touch them: nothing to do)."""
+
+    def migration_lock(self, connection: sa.Connection
+                       ) -> ContextManager[None]:
+        """Hold off concurrent schema upgrades of the database (none
+        needed)."""
+        return contextlib.nullcontext()
+
+    def explicit_zero_ids(self, connection: sa.Connection
+                          ) -> ContextManager[None]:
+        """Let inserts store id 0 as given (they do)."""
+        return contextlib.nullcontext()
+
+    def among(self, column: Any) -> sa.ColumnElement[bool]:
+        """``column`` is one of the ids bound as ``ids`` (id_list.among)."""
+        raise NotImplementedError
+
+    def id_reads(self, dialect: sa.engine.Dialect, statement: Any,
+                 ids: list[int], params: dict[str, Any]) -> IdReads:
+        """The (statement, parameters) reads that give the rows of
+        ``statement`` (built with ``among``) for the sorted ``ids``."""
+        raise NotImplementedError
+
+    def packs(self, dialect: sa.engine.Dialect) -> bool:
+        """Whether reads through ``dialect`` come packed (placement.db.
+        packed): only where the driver decodes rows in Python."""
+        return False
+
+    def replica_lag(self, connection: sa.Connection, primary: sa.Engine,
+                    bound: float) -> float:
+        """Seconds the server behind ``connection`` is behind ``primary``
+        (placement.db.replica.measure_lag): a server that replicates from
+        nobody serves its own data."""
+        return 0.0
+
+    def collation_key(self, text: str) -> str:
+        """What the database's own comparison of ``text`` sees: it as it
+        is."""
+        return text
+
+
+# Seconds between two polls of a replica catching up.
+POLL = 0.01
+
+
+def caught_up_within(reached: Callable[[], bool], bound: float) -> float:
+    """Seconds until ``reached()`` is true, polled until just past
+    ``bound``; the time waited (above ``bound``) if it never is."""
+    started = time.monotonic()
+    while True:
+        waited = time.monotonic() - started
+        if reached():
+            return waited
+        if waited > bound:
+            return waited
+        time.sleep(POLL)
