@@ -169,7 +169,8 @@ class Universe:
                 tree: int | None = None) -> list[sql.Inventory]:
         """The rows of class ``rc`` (of the tree rooted at ``tree``, if
         given) one request of ``amount`` fits, with upstream's SQL
-        arithmetic (the database's view of the ratio).
+        arithmetic (the database's view of the ratio). The checks are
+        those of ``refusals``, inlined: they run for every row.
         """
         return [inv for inv in self.rows(rc)
                 if inv.used + amount
@@ -219,6 +220,26 @@ class Universe:
         return found
 
 
+def refusals(inv: sql.Inventory, amount: int) -> list[str]:
+    """Which limits of an inventory refuse one request of ``amount``:
+    'capacity' (by upstream's SQL arithmetic, as ``Universe.fitting``
+    checks it, or by the capacity ``Universe.room`` leaves), 'min_unit',
+    'max_unit', 'step_size'.
+    """
+    refused = []
+    free = inventory_db.capacity(inv.total, inv.reserved, inv.ratio) - inv.used
+    if amount > free or (inv.used + amount
+                         > (inv.total - inv.reserved) * inv.sql_ratio):
+        refused.append('capacity')
+    if amount < inv.min_unit:
+        refused.append('min_unit')
+    if amount > inv.max_unit:
+        refused.append('max_unit')
+    if inv.step_size <= 0 or amount % inv.step_size:
+        refused.append('step_size')
+    return refused
+
+
 def _member(universe, provider, member_of):
     aggs = universe.aggregates.get(provider, _NONE)
     return all(any_of & aggs for any_of in member_of)
@@ -265,15 +286,8 @@ def matching(universe: Universe, need: Need,
             found = fit if found is None else found & fit
     elif among is not None:
         found = set(among)
-    elif need.required:
-        found = set()
-        for trait in need.required[0]:
-            found |= universe.trait_holders.get(trait, set())
-    elif need.member_of:
-        found = {p for p, aggs in universe.aggregates.items()
-                 if aggs & need.member_of[0]}
     else:
-        return set()
+        found = selected(universe, need)
     traits, aggregates = universe.traits, universe.aggregates
     if need.required:
         found = {p for p in found
@@ -286,6 +300,20 @@ def matching(universe: Universe, need: Need,
         found = {p for p in found
                  if not aggregates.get(p, _NONE) & need.forbidden_aggs}
     return found
+
+
+def selected(universe: Universe, need: Need) -> set[int]:
+    """The providers a resourceless group starts from: the holders of its
+    first required any-of traits, else the members of its first member_of
+    aggregates, else none.
+    """
+    if need.required:
+        return set().union(*(universe.trait_holders.get(trait, ())
+                             for trait in need.required[0]))
+    if need.member_of:
+        return {p for p, aggs in universe.aggregates.items()
+                if aggs & need.member_of[0]}
+    return set()
 
 
 def spread_options(universe: Universe, need: Need,

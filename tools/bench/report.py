@@ -1,6 +1,7 @@
 """Tables of results, printed and optionally kept in tools/bench/RESULTS.md."""
 import math
 import os
+import re
 import statistics
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -321,14 +322,24 @@ def scale_table(columns):
 
 
 def save_markdown(heading, body):
-    """Insert a dated section under the results marker, keeping older ones."""
+    """Put a run's section first under the results marker, in place of the
+    previous run of its kind (the same heading past the date): the file
+    keeps the latest run of each, git history the older ones.
+    """
     with open(RESULTS) as results:
         text = results.read()
-    section = '%s\n\n%s\n' % (heading, body)
-    if RESULTS_MARKER in text:
-        text = text.replace(RESULTS_MARKER,
-                            RESULTS_MARKER + '\n\n' + section, 1)
-    else:
-        text = text.rstrip('\n') + '\n\n' + RESULTS_MARKER + '\n\n' + section
+    head, marker, runs = text.partition(RESULTS_MARKER)
+    if not marker:
+        head, runs = text.rstrip('\n') + '\n\n', ''
+    kept = [run for run in re.split(r'\n(?=### )', runs.strip('\n'))
+            if run and _kind(run) != _kind(heading)]
+    sections = ['%s\n\n%s' % (heading, body.rstrip('\n'))] + [
+        run.rstrip('\n') for run in kept]
     with open(RESULTS, 'w') as results:
-        results.write(text)
+        results.write(head + RESULTS_MARKER + '\n\n'
+                      + '\n\n'.join(sections) + '\n')
+
+
+def _kind(section):
+    """What a run measured: its heading past the date."""
+    return section.split('\n', 1)[0].partition(': ')[2]

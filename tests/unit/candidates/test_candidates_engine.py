@@ -100,6 +100,22 @@ class TestSingleProvider:
         plan = world.plan(need('1', [(VCPU, amount)]))
         assert bool(candidates(plan)) is fits
 
+    @pytest.mark.parametrize('fields, amount, refused', [
+        ({'total': 4, 'reserved': 1}, 3, []),
+        ({'total': 4, 'reserved': 1}, 4, ['capacity']),
+        ({'total': 8, 'max_unit': 2}, 3, ['max_unit']),
+        ({'total': 8, 'min_unit': 2}, 1, ['min_unit']),
+        ({'total': 8, 'step_size': 2}, 3, ['step_size']),
+        ({'total': 2, 'step_size': 2, 'max_unit': 2}, 3,
+         ['capacity', 'max_unit', 'step_size']),
+    ])
+    def test_refusals_name_what_fitting_checks(self, world, fields, amount,
+                                               refused):
+        world.provider(1, inventory={VCPU: fields})
+        [inv] = world.universe.by_class[VCPU]
+        assert engine.refusals(inv, amount) == refused
+        assert bool(world.universe.fitting(VCPU, amount)) is not refused
+
     def test_usage_counts(self, world):
         world.provider(1, inventory={VCPU: 4}, used={VCPU: 3})
         assert candidates(world.plan(need('1', [(VCPU, 1)])))
