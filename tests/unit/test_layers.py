@@ -88,9 +88,64 @@ def _handler_modules():
 
 
 def test_handler_modules_do_not_import_each_other():
-    """What handlers share lives in helper modules (wsgi, claims, ...)."""
+    """What handlers share lives in helper modules (pipeline, claims)."""
     handlers = _handler_modules()
     assert len(handlers) > 10
     crossing = {module: sorted(set(_imports(path)) & handlers)
                 for module, path in _modules() if module in handlers}
     assert not {m: i for m, i in crossing.items() if i}
+
+
+def test_every_handler_module_is_a_resource_module():
+    """Routes of the API live in placement/api/resources, one module per
+    resource; the operator endpoints beside the API are not blueprints."""
+    assert all(module.startswith('placement.api.resources.')
+               for module in _handler_modules())
+
+
+# The rooms of placement.api and which of them each may import: the
+# pipeline every request goes through knows no resource or endpoint; the
+# handlers use the pipeline, their shared helpers and the counters of
+# operations.metrics; the operator endpoints and the middleware use the
+# pipeline's errors and versions. The package's top modules (app,
+# routes, service, replica_routes) assemble them all.
+API_ROOMS = {
+    'pipeline': {'pipeline'},
+    'resources': {'pipeline', 'resources', 'operations.metrics'},
+    'operations': {'pipeline', 'operations', 'operations.metrics'},
+    'middleware': {'pipeline'},
+}
+
+
+def _room(module):
+    """The room of a placement.api module ('operations.metrics' counts as
+    its own), or None for the package's top modules."""
+    parts = module.split('.')[2:]
+    if parts[:2] == ['operations', 'metrics']:
+        return 'operations.metrics'
+    return parts[0] if parts and parts[0] in API_ROOMS else None
+
+
+def _api_imports(path):
+    """The placement.api modules ``path`` imports, by full name
+    (``from placement.api.pipeline import errors``: ...pipeline.errors)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.startswith('placement.api.')):
+            for alias in node.names:
+                yield node.module + '.' + alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith('placement.api.'):
+                    yield alias.name
+
+
+@pytest.mark.parametrize(
+    'module, path',
+    [(m, p) for m, p in _modules() if _room(m) in API_ROOMS],
+    ids=[m for m, _ in _modules() if _room(m) in API_ROOMS])
+def test_api_rooms_import_only_what_they_may(module, path):
+    allowed = API_ROOMS[_room(module)]
+    wrong = [imported for imported in _api_imports(path)
+             if _room(imported) not in allowed | {_room(module)}]
+    assert not wrong, '%s imports %s' % (module, wrong)
