@@ -4,6 +4,7 @@ Groups, option names, types, defaults and deprecated names match upstream
 placement so that an existing placement.conf works unchanged.
 """
 
+from collections.abc import Iterable
 import os
 
 from oslo_config import cfg
@@ -18,7 +19,7 @@ CONFIG_DIR_ENV = 'OS_PLACEMENT_CONFIG_DIR'
 # Stands in for the project/user of consumers written before microversion 1.8.
 INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
 
-default_opts = [
+default_opts: list[cfg.Opt] = [
     cfg.StrOpt('tempdir', help='Working directory for temporary files.'),
     cfg.StrOpt(
         'pybasedir',
@@ -251,7 +252,7 @@ _CORS_DEFAULTS = {
 }
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register placement's options and the library options it relies on."""
     conf.register_opts(default_opts + service_opts)
     for group, opts in _GROUPED_OPTS:
@@ -268,7 +269,7 @@ def register_opts(conf):
     conf.register_opts(http_proxy_to_wsgi.OPTS, 'oslo_middleware')
 
 
-def list_opts():
+def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
     """Options for ``oslo-config-generator --namespace placement.conf``."""
     return [('DEFAULT', list(default_opts))] + [
         (group, list(opts)) for group, opts in _GROUPED_OPTS]
@@ -293,7 +294,9 @@ def _config_sources(config_files):
     return ['--config-dir', dirname], [], []
 
 
-def load_config(argv=None, config_files=None, cli_opts=()):
+def load_config(argv: Iterable[str] | None = None,
+                config_files: Iterable[str] | None = None,
+                cli_opts: Iterable[cfg.Opt] = ()) -> cfg.ConfigOpts:
     """Return a new, parsed ConfigOpts for placement.
 
     argv is never taken from sys.argv: the WSGI server owns it. Commands

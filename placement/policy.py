@@ -1,5 +1,9 @@
 """Policy enforcement for the placement API."""
+from collections.abc import Mapping
+from typing import Any
 
+from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_policy import policy as oslo_policy
 
 from placement import conf as placement_conf
@@ -13,13 +17,13 @@ _ENFORCER_ATTR = '_placement_policy_enforcer'
 class PolicyForbidden(Exception):
     """The policy denied an action; answered with 403 by the API."""
 
-    def __init__(self, action, message=None):
+    def __init__(self, action: str, message: str | None = None) -> None:
         super().__init__(
             message or f'Policy does not allow {action} to be performed.')
         self.action = action
 
 
-def get_enforcer(conf):
+def get_enforcer(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     """Return the enforcer bound to ``conf``, creating it on first use.
 
     [oslo_policy] options of ``conf`` (policy_file, enforce_new_defaults,
@@ -38,12 +42,14 @@ def get_enforcer(conf):
     return enforcer
 
 
-def get_enforcer_for_generator():
+def get_enforcer_for_generator() -> oslo_policy.Enforcer:
     """Entry point ``oslo.policy.enforcer`` used by oslopolicy-* tools."""
     return get_enforcer(placement_conf.load_config())
 
 
-def authorize(enforcer, context, action, target=None):
+def authorize(enforcer: oslo_policy.Enforcer,
+              context: oslo_context.RequestContext, action: str,
+              target: Mapping[str, Any] | None = None) -> None:
     """Raise PolicyForbidden unless ``context`` may perform ``action``.
 
     ``target`` defaults to the caller's own project and user. A token of

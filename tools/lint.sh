@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint and type checks, in .venv (created on first use): ruff (pyflakes,
 # pycodestyle, bugbear, import order) on every Python file, and mypy on
-# the core packages (pyproject.toml's [tool.ruff] and [tool.mypy]).
+# the whole placement package (pyproject.toml's [tool.ruff] and
+# [tool.mypy]).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -26,6 +26,10 @@ from placement.api.operations import metrics
 from placement.api.pipeline import errors
 from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
+from placement.api.wsgi_types import Body
+from placement.api.wsgi_types import StartResponse
+from placement.api.wsgi_types import WSGIApplication
+from placement.api.wsgi_types import WSGIEnvironment
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import session
@@ -51,10 +55,11 @@ def create_app(conf: cfg.ConfigOpts,
 class _DefaultAccept:
     """A missing or ``*/*`` Accept means JSON, so errors render as JSON."""
 
-    def __init__(self, app):
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         if environ.get('HTTP_ACCEPT', '*/*') in ('', '*/*'):
             environ['HTTP_ACCEPT'] = 'application/json'
         return self.app(environ, start_response)
@@ -106,6 +111,8 @@ def _before_request():
     if req.method in ('HEAD', 'OPTIONS') and req.url_rule:
         # HEAD matched the GET rule only; Allow lists every rule's methods.
         adapter = flask.current_app.create_url_adapter(req)
+        # None only without a request (and no SERVER_NAME).
+        assert adapter is not None
         raise http_exceptions.MethodNotAllowed(
             valid_methods=adapter.allowed_methods())
 

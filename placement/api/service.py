@@ -2,16 +2,18 @@
 import logging
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as oslo_log
 
 from placement.api import app
 from placement.api.middleware import auth
+from placement.api.wsgi_types import WSGIApplication
 from placement.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
 
 
-def build_application(conf):
+def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
     """Set up logging and build the app; exit with one clear line when the
     database configuration is unusable.
     """

@@ -9,6 +9,7 @@ standard locations, as for ``placement.wsgi.api``. Use a real WSGI server
 (e.g. gunicorn with ``placement.wsgi.api:application``) in production.
 """
 import argparse
+from collections.abc import Sequence
 import sys
 
 from werkzeug import serving
@@ -42,7 +43,7 @@ def _parse(argv):
     return args
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     conf = placement_conf.load_config(argv=args.config_args)
     application = service.build_application(conf)

@@ -191,7 +191,7 @@ def _consumer_text(consumer):
 
 
 def _allocations_text(consumer):
-    by_provider = {}
+    by_provider: dict[str, list[str]] = {}
     for item in consumer.allocations:
         by_provider.setdefault(
             '%s (%s)' % (item.provider_name, item.provider_uuid), []).append(

@@ -73,7 +73,7 @@ class Check:
     reason: str | None = None
 
     @property
-    def healthy(self):
+    def healthy(self) -> bool:
         return self.reason is None
 
 

@@ -5,6 +5,7 @@ Request property order and nesting follow upstream: validation messages
 print the schema.
 """
 import copy
+from typing import Any
 
 from placement import versions
 from placement.schemas import inventory as inventory_schema
@@ -25,7 +26,7 @@ _RESOURCES = {
 _OWNER_ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 
 # PUT /allocations/{consumer_uuid} 1.0-1.7: a list of providers.
-PUT_V1_0 = {
+PUT_V1_0: dict[str, Any] = {
     'type': 'object',
     'properties': {
         'allocations': {
@@ -61,7 +62,7 @@ PUT_V1_8['required'] = ['allocations', 'project_id', 'user_id']
 
 # 1.12: allocations keyed by provider uuid (a GET's body can be sent back,
 # provider generations included, which are ignored).
-PUT_V1_12 = {
+PUT_V1_12: dict[str, Any] = {
     'type': 'object',
     'properties': {
         'allocations': {

@@ -4,6 +4,7 @@ Request property order and nesting follow upstream: validation messages
 print the schema.
 """
 import copy
+from typing import Any
 
 from placement.db import inventory
 from placement.schemas import response
@@ -17,7 +18,7 @@ def _amount(minimum):
 
 
 # PUT .../inventories/{resource_class}
-PUT_ONE = {
+PUT_ONE: dict[str, Any] = {
     'type': 'object',
     'properties': {
         'resource_provider_generation': {'type': 'integer'},

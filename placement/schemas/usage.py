@@ -2,13 +2,14 @@
 usages.
 """
 import copy
+from typing import Any
 
 from placement import versions
 from placement.schemas import response
 
 _ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 
-QUERY = {
+QUERY: dict[str, Any] = {
     'type': 'object',
     'properties': {
         'project_id': _ID,

@@ -7,15 +7,21 @@ import logging
 
 from keystoneauth1 import exceptions as ksa_exceptions
 from keystonemiddleware import auth_token
+from oslo_config import cfg
+import webob
 import webob.exc
 
 from placement.api.pipeline import errors
+from placement.api.wsgi_types import Body
+from placement.api.wsgi_types import StartResponse
+from placement.api.wsgi_types import WSGIApplication
+from placement.api.wsgi_types import WSGIEnvironment
 
 LOG = logging.getLogger(__name__)
 NOAUTH2 = 'noauth2'
 
 
-def wrap(app, conf):
+def wrap(app: WSGIApplication, conf: cfg.ConfigOpts) -> WSGIApplication:
     if conf.api.auth_strategy == NOAUTH2:
         # As upstream, a bare mount point (empty path) needs a noauth2 token.
         return _SkipRoot(NoAuth2(app), app, open_paths=('/',))
@@ -30,7 +36,8 @@ class _KeystoneAuth(auth_token.AuthProtocol):
     in the catalog) is an outage too, not a 500.
     """
 
-    def process_request(self, request):
+    def process_request(self, request: webob.Request,
+                        ) -> webob.Response | None:
         try:
             return super().process_request(request)
         except webob.exc.HTTPServiceUnavailable as exc:
@@ -44,12 +51,15 @@ class _KeystoneAuth(auth_token.AuthProtocol):
 
 
 class _SkipRoot:
-    def __init__(self, protected, open_app, open_paths):
+    def __init__(self, protected: WSGIApplication,
+                 open_app: WSGIApplication,
+                 open_paths: tuple[str, ...]) -> None:
         self.protected = protected
         self.open_app = open_app
         self.open_paths = open_paths
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         if environ.get('PATH_INFO', '') in self.open_paths:
             return self.open_app(environ, start_response)
         return self.protected(environ, start_response)
@@ -61,10 +71,11 @@ class NoAuth2:
     For tests and local use only: anyone can claim any identity.
     """
 
-    def __init__(self, app):
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         token = environ.get('HTTP_X_AUTH_TOKEN')
         if not token:
             return webob.exc.HTTPUnauthorized()(environ, start_response)

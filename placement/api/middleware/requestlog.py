@@ -19,16 +19,21 @@ import logging
 from oslo_context import context as oslo_context
 
 from placement.api.pipeline import microversion
+from placement.api.wsgi_types import Body
+from placement.api.wsgi_types import StartResponse
+from placement.api.wsgi_types import WSGIApplication
+from placement.api.wsgi_types import WSGIEnvironment
 
 LOG = logging.getLogger('placement.requestlog')
 
 
 class RequestLog:
 
-    def __init__(self, app):
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         # Constructing a context makes it the thread's current one.
         oslo_context.RequestContext.from_environ(environ)
         uri = _request_uri(environ)

@@ -10,19 +10,29 @@ no request log line, and they are not counted in the request metrics.
 Their paths are checked at startup not to be API paths, so that every
 API request behaves as upstream's.
 """
+import flask
+from oslo_config import cfg
+import sqlalchemy
 from werkzeug import exceptions as http_exceptions
+from werkzeug import routing
 
 from placement.api.operations import health
 from placement.api.operations import metrics
 from placement.api.operations import openapi
 from placement.api.pipeline import errors
+from placement.api.wsgi_types import Body
+from placement.api.wsgi_types import StartResponse
+from placement.api.wsgi_types import WSGIApplication
+from placement.api.wsgi_types import WSGIEnvironment
 
 _METHODS = ('GET', 'HEAD')
 
 
-def wrap(pipeline, flask_app, conf, engine):
+def wrap(pipeline: WSGIApplication, flask_app: flask.Flask,
+         conf: cfg.ConfigOpts,
+         engine: sqlalchemy.engine.Engine) -> WSGIApplication:
     """``pipeline`` (the API) behind the operator endpoints."""
-    endpoints = {
+    endpoints: dict[str, WSGIApplication] = {
         health.PATH: health.HealthCheck(
             engine, replica=flask_app.config['PLACEMENT_DATABASE'].replica),
         openapi.PATH: openapi.Endpoint(flask_app),
@@ -38,7 +48,7 @@ def wrap(pipeline, flask_app, conf, engine):
     return _Dispatcher(pipeline, endpoints)
 
 
-def _check_not_api(path, url_map):
+def _check_not_api(path: str, url_map: routing.Map) -> None:
     try:
         url_map.bind('placement').match(path)
     except http_exceptions.NotFound:
@@ -51,11 +61,13 @@ def _check_not_api(path, url_map):
 
 class _Dispatcher:
 
-    def __init__(self, pipeline, endpoints):
+    def __init__(self, pipeline: WSGIApplication,
+                 endpoints: dict[str, WSGIApplication]) -> None:
         self.pipeline = pipeline
         self.endpoints = endpoints
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         endpoint = self.endpoints.get(environ.get('PATH_INFO', ''))
         if endpoint is None:
             return self.pipeline(environ, start_response)

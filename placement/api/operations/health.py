@@ -47,13 +47,14 @@ class HealthCheck:
         self._lock = threading.Lock()
         self._executor = futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix='placement-healthcheck')
-        self._in_flight = None
+        self._in_flight: futures.Future[None] | None = None
 
     def __call__(self, environ: dict[str, Any],
                  start_response: Callable[..., Any]) -> Iterable[bytes]:
         database = self.database_status()
         healthy = database == 'ok'
-        body = {'status': 'ok' if healthy else 'error', 'database': database}
+        body: dict[str, str | None] = {
+            'status': 'ok' if healthy else 'error', 'database': database}
         if self._replica is not None:
             body['replica'] = self.replica_status()
         response = webob.Response(
@@ -64,9 +65,14 @@ class HealthCheck:
         return response(environ, start_response)
 
     def replica_status(self) -> str | None:
-        if self._replica.usable():
+        """'ok', or why reads do not go to the replica; None without
+        one."""
+        replica = self._replica
+        if replica is None:
+            return None
+        if replica.usable():
             return 'ok'
-        return self._replica.last_check.reason
+        return replica.last_check.reason
 
     def database_status(self) -> str:
         with self._lock:
@@ -86,5 +92,5 @@ class HealthCheck:
         return 'ok'
 
 
-def _select_one(connection):
+def _select_one(connection: sqlalchemy.Connection) -> None:
     connection.exec_driver_sql('SELECT 1')

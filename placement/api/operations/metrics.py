@@ -24,7 +24,7 @@ and gunicorn should call ``child_exit`` from its ``child_exit`` hook so
 that the pool gauges of a dead worker go away. Without the variable, a
 scrape reports the answering process only.
 """
-from collections.abc import Callable
+from collections.abc import Iterator
 import ipaddress
 import logging
 import math
@@ -46,13 +46,15 @@ from werkzeug import routing
 
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
+from placement.api.wsgi_types import Body
+from placement.api.wsgi_types import StartResponse
+from placement.api.wsgi_types import WSGIApplication
+from placement.api.wsgi_types import WSGIEnvironment
 from placement.db import capacity_metrics
 from placement.db import replica as replica_db
 from placement.db import session
 
 LOG = logging.getLogger(__name__)
-
-WSGIApp = Callable[..., Any]
 
 MULTIPROC_DIR_ENV = 'PROMETHEUS_MULTIPROC_DIR'
 # Label value for a request without a matching rule or a parsed version.
@@ -160,8 +162,8 @@ class candidate_generation:
         CANDIDATE_SECONDS.observe(time.perf_counter() - self._start)
 
 
-def instrument(app: WSGIApp, url_map: routing.Map,
-               engine: sqlalchemy.engine.Engine) -> WSGIApp:
+def instrument(app: WSGIApplication, url_map: routing.Map,
+               engine: sqlalchemy.engine.Engine) -> WSGIApplication:
     """Wrap the API pipeline ``app`` to measure its requests, and count
     the connections ``engine`` hands out.
     """
@@ -171,11 +173,12 @@ def instrument(app: WSGIApp, url_map: routing.Map,
 
 class _RequestMetrics:
 
-    def __init__(self, app, url_map):
+    def __init__(self, app: WSGIApplication, url_map: routing.Map) -> None:
         self.app = app
         self.url_map = url_map
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         start = time.perf_counter()
 
         def measured_start_response(status, headers, exc_info=None):
@@ -240,13 +243,14 @@ class Endpoint:
         self._networks = allowed_networks(conf.metrics.allowed_networks)
         self._database = _DatabaseCollector(engine)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Body:
         if not self._allowed(environ.get('REMOTE_ADDR', '')):
             return errors.Forbidden(
                 'Metrics are not available to this address.').to_wsgi(
                     environ)(environ, start_response)
         encode, content_type = exposition.choose_encoder(
-            environ.get('HTTP_ACCEPT'))
+            environ.get('HTTP_ACCEPT', ''))
         response = webob.Response(body=encode(self._registry()),
                                   content_type=None)
         response.headers['Content-Type'] = content_type
@@ -303,10 +307,10 @@ class _DatabaseCollector:
          'Allocated amount of a resource class over all providers.'),
     )
 
-    def __init__(self, engine):
+    def __init__(self, engine: sqlalchemy.engine.Engine) -> None:
         self._database = session.Database(engine)
 
-    def collect(self):
+    def collect(self) -> Iterator[prometheus_core.Metric]:
         try:
             rows = self._database.read(capacity_metrics.by_resource_class)
         except sqlalchemy.exc.SQLAlchemyError as exc:

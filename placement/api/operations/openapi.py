@@ -29,6 +29,7 @@ import flask
 import webob
 
 from placement import versions as versions_module
+from placement.api.pipeline import declaration as declaration_module
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
 from placement.schemas import response as response_schema
@@ -57,13 +58,15 @@ def document(app: flask.Flask,
     """
     version_text = versions_module.to_text(version)
     rules = list(app.url_map.iter_rules())
-    declarations = [app.view_functions[rule.endpoint].declaration
+    declarations = [declaration_module.of(app.view_functions[rule.endpoint])
                     for rule in rules]
     paths: dict[str, dict[str, Any]] = {}
     for rule, declaration in zip(rules, declarations):
         low, high = declaration.documented_from, declaration.versions[1]
         if not low <= version <= high:
             continue
+        # Flask's add_url_rule gives every rule its methods.
+        assert rule.methods is not None
         for method in sorted(rule.methods - {'HEAD', 'OPTIONS'}):
             path = _PATH_ARGUMENT.sub(r'{\1}', rule.rule)
             paths.setdefault(path, {})[method.lower()] = _operation(
@@ -170,7 +173,8 @@ def _responses(endpoint, method, ok, has_body):
 
 
 def _response(status, body):
-    response = {'description': http.HTTPStatus(status).phrase}
+    response: dict[str, Any] = {
+        'description': http.HTTPStatus(status).phrase}
     if body is not None:
         response['content'] = {'application/json': {'schema': _ref(body)}}
     return response
@@ -186,8 +190,8 @@ def _components(declarations):
     schemas refer to, and the error body; a schema's reference to another
     body is a $ref to its component.
     """
-    components = {}
-    bodies = {}
+    components: dict[str, Any] = {}
+    bodies: dict[str, response_schema.Body] = {}
 
     def component(value):
         if isinstance(value, response_schema.Body):

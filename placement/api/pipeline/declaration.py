@@ -5,6 +5,9 @@ body.
 """
 import dataclasses
 import functools
+from typing import Any
+from typing import Callable
+from typing import TypeVar
 
 import flask
 
@@ -13,6 +16,11 @@ from placement.api.pipeline import errors as http_errors
 from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
 from placement.api.pipeline import responses
+
+View = TypeVar('View', bound=Callable[..., Any])
+
+# The attribute of a wrapped view that holds its Declaration.
+ATTRIBUTE = 'declaration'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,13 +52,19 @@ class Declaration:
     errors: http_errors.Wordings | None = None
 
     @property
-    def documented_from(self):
+    def documented_from(self) -> versions_module.Version:
         """The first version the method is served at."""
         return max(self.versions[0], self.method_from or self.versions[0])
 
 
-def handler(summary, ok, min_version=None, max_version=None, query=None,
-            body=None, method_from=None, accept=True, errors=None):
+def handler(summary: str, ok: Any,
+            min_version: versions_module.Version | None = None,
+            max_version: versions_module.Version | None = None,
+            query: Any = None, body: Any = None,
+            method_from: versions_module.Version | None = None,
+            accept: bool = True,
+            errors: http_errors.Wordings | None = None,
+            ) -> Callable[[View], View]:
     """Declare a view's route (see Declaration) and wrap the view with
     Placement's per-request contract.
 
@@ -87,9 +101,17 @@ def handler(summary, ok, min_version=None, max_version=None, query=None,
                 require_json_content()
             flask.g.declaration = declaration
             return view(*args, **kwargs)
-        checked.declaration = declaration  # type: ignore[attr-defined]
+        setattr(checked, ATTRIBUTE, declaration)
         return checked
     return decorator
+
+
+def of(view: Callable[..., Any]) -> Declaration:
+    """The Declaration ``handler`` attached to ``view``."""
+    found = getattr(view, ATTRIBUTE, None)
+    if not isinstance(found, Declaration):
+        raise ValueError('%r has no route declaration' % (view,))
+    return found
 
 
 def _table(value):
@@ -102,14 +124,14 @@ def _table(value):
     return {versions_module.MIN_VERSION: value}
 
 
-def body():
+def body() -> Any:
     """The request's JSON document, validated against the route's body
     schema at the request's version.
     """
     return inputs.json_body(microversion.by_version(flask.g.declaration.body))
 
 
-def params():
+def params() -> dict[str, str]:
     """The query string as a dict (a repeated key keeps its last value),
     validated against the route's query schema at the request's version.
     """
@@ -122,7 +144,7 @@ def _check_accept():
         raise http_errors.NotAcceptable('Only application/json is provided')
 
 
-def require_json_content():
+def require_json_content() -> None:
     request = flask.request
     media_type = request.mimetype or None
     if media_type != responses.JSON:

@@ -5,6 +5,7 @@ Clients match on the exact ``detail`` text and, from microversion 1.23, on
 same as every other OpenStack service produces for a given Accept header.
 """
 from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import logging
 
@@ -88,7 +89,7 @@ class MethodNotAllowed(PlacementHTTPError):
     status = 405
     webob_class = webob.exc.HTTPMethodNotAllowed
 
-    def __init__(self, allowed: list[str]) -> None:
+    def __init__(self, allowed: Sequence[str]) -> None:
         super().__init__(
             'The method specified is not allowed for this resource.',
             headers={'Allow': ', '.join(allowed)})

@@ -4,8 +4,10 @@ surrogates), what JSON forbids, and nesting no request needs.
 """
 import json
 import math
+from typing import Any
 
 import flask
+import werkzeug
 
 from placement import validation
 from placement.api.pipeline import errors
@@ -27,7 +29,7 @@ _TOO_DEEP = ('Malformed JSON: nested more than %d levels deep'
              % MAX_JSON_DEPTH)
 
 
-def json_body(schema):
+def json_body(schema: dict[str, Any]) -> Any:
     """The request's JSON document, validated against ``schema``.
 
     What JSON forbids (NaN, Infinity, numbers no float holds) and what
@@ -89,17 +91,17 @@ def _check_text(text):
         raise errors.BadRequest(SURROGATE_NOT_ALLOWED) from None
 
 
-def validate(data, schema):
+def validate(data: Any, schema: dict[str, Any]) -> None:
     """Check a body-like document against ``schema`` (BadInput)."""
     validation.check(data, schema)
 
 
-def query_pairs():
+def query_pairs() -> list[tuple[str, str]]:
     """The query string's (key, value) pairs, in order, repeats included."""
     return list(flask.request.args.items(multi=True))
 
 
-def query(schema):
+def query(schema: dict[str, Any]) -> dict[str, str]:
     """The query string as a dict (a repeated key keeps its last value),
     validated against ``schema``.
     """
@@ -109,7 +111,7 @@ def query(schema):
 QUERY_NOT_UTF8 = 'Invalid query string: it is not UTF-8.'
 
 
-def check_url(request):
+def check_url(request: werkzeug.Request) -> None:
     """Refuse a query string of raw bytes that are not UTF-8 (werkzeug
     decodes them strictly; percent-encoded ones become U+FFFD), and a NUL
     anywhere in the URL: no backend stores one.

@@ -4,10 +4,14 @@ The request's version is parsed once, before routing, and kept in the WSGI
 environ so that error rendering (which may happen outside a handler) can
 see it.
 """
+from typing import Any
+
 import flask
 import microversion_parse
+import werkzeug
 
 from placement import versions
+from placement.api.wsgi_types import WSGIEnvironment
 from placement.versions import VERSIONS
 
 SERVICE_TYPE = 'placement'
@@ -23,20 +27,20 @@ class NotAvailable(Exception):
 class VersionError(Exception):
     """The version header is malformed (``acceptable`` False: unknown)."""
 
-    def __init__(self, message, acceptable):
+    def __init__(self, message: str, acceptable: bool) -> None:
         super().__init__(message)
         self.acceptable = acceptable
 
 
-def min_version_string():
+def min_version_string() -> str:
     return VERSIONS[0]
 
 
-def max_version_string():
+def max_version_string() -> str:
     return VERSIONS[-1]
 
 
-def extract(environ):
+def extract(environ: WSGIEnvironment) -> versions.Version:
     """Return the request's Version, or raise VersionError."""
     headers = microversion_parse.headers_from_wsgi_environ(environ)
     try:
@@ -48,22 +52,23 @@ def extract(environ):
         raise VersionError(str(exc), acceptable=False)
 
 
-def current():
+def current() -> versions.Version:
     return flask.request.environ[ENVIRON_KEY]
 
 
-def is_at_least(minimum):
+def is_at_least(minimum: versions.Version) -> bool:
     return current() >= minimum
 
 
-def by_version(choices, version=None):
+def by_version(choices: dict[str, Any] | dict[versions.Version, Any],
+               version: versions.Version | None = None) -> Any:
     """Pick the value whose version key is the highest one not above the
     request's (or ``version``'s): ``by_version({MIN_VERSION: a, GATE: b})``.
     """
     return versions.pick(choices, current() if version is None else version)
 
 
-def negotiate(environ):
+def negotiate(environ: WSGIEnvironment) -> None:
     """Read the request's version into the environ, where error rendering
     finds it too (None while unread or unreadable); VersionError if the
     header names no version of the service."""
@@ -71,7 +76,8 @@ def negotiate(environ):
     environ[ENVIRON_KEY] = extract(environ)
 
 
-def add_headers(response, environ):
+def add_headers(response: werkzeug.Response,
+                environ: WSGIEnvironment) -> None:
     """The version a response answers at, for clients and caches."""
     version = environ.get(ENVIRON_KEY)
     if version is not None:

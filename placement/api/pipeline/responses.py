@@ -3,6 +3,9 @@ that GETs carry from 1.15.
 """
 import datetime
 import json
+from typing import Any
+from typing import Iterable
+from typing import Mapping
 
 import flask
 import orjson
@@ -14,13 +17,15 @@ from placement.api.pipeline import microversion
 JSON = 'application/json'
 
 
-def json_response(data, status=200, last_modified=None, undated=False):
+def json_response(data: Any, status: int = 200,
+                  last_modified: datetime.datetime | None = None,
+                  undated: bool = False) -> flask.Response:
     response = flask.Response(encode_json(data), status=status,
                               mimetype=JSON)
     return _with_cache_headers(response, last_modified, undated)
 
 
-def encode_json(data):
+def encode_json(data: Any) -> bytes:
     """``data`` as JSON bytes. orjson encodes large bodies (a thousand
     allocation candidates) several times faster than the standard
     library, which takes what orjson refuses: integers beyond 64 bits,
@@ -32,7 +37,9 @@ def encode_json(data):
         return json.dumps(data, check_circular=False).encode()
 
 
-def empty_response(status=204, location=None, last_modified=None):
+def empty_response(status: int = 204, location: str | None = None,
+                   last_modified: datetime.datetime | None = None,
+                   ) -> flask.Response:
     response = flask.Response(status=status)
     del response.headers['Content-Type']
     if location:
@@ -40,7 +47,9 @@ def empty_response(status=204, location=None, last_modified=None):
     return _with_cache_headers(response, last_modified)
 
 
-def _with_cache_headers(response, last_modified, undated=False):
+def _with_cache_headers(response: flask.Response,
+                        last_modified: datetime.datetime | None,
+                        undated: bool = False) -> flask.Response:
     """From 1.15 a GET tells caches when the data last changed, and not to
     keep it; an ``undated`` answer (no date to give) only the latter.
     """
@@ -54,21 +63,22 @@ def _with_cache_headers(response, last_modified, undated=False):
     return response
 
 
-def href(path):
+def href(path: str) -> str:
     """A link as it appears in bodies: under the app's mount point."""
     return flask.request.script_root + path
 
 
-def location(path):
+def location(path: str) -> str:
     """An absolute URL for a Location header."""
     return flask.request.host_url.rstrip('/') + href(path)
 
 
-def utcnow():
+def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def last_modified_of(rows):
+def last_modified_of(rows: Iterable[Mapping[str, Any]],
+                     ) -> datetime.datetime:
     """Newest updated_at/created_at of ``rows``; now if none has one."""
     newest = None
     for row in rows:

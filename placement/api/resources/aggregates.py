@@ -31,7 +31,7 @@ def _read(conn, uuid):
 @declaration.handler(
         "List a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
         min_version=versions.PROVIDER_AGGREGATES)
-def list_aggregates(uuid):
+def list_aggregates(uuid: str) -> flask.Response:
     context.authorize(policies.LIST)
     provider, rows = context.read(_read, uuid)
     return _response([row['uuid'] for row in rows], provider['generation'],
@@ -49,7 +49,7 @@ def _replace(conn, uuid, uuids, expected_generation):
         min_version=versions.PROVIDER_AGGREGATES,
         body={versions.PROVIDER_AGGREGATES: schema.PUT,
               versions.AGGREGATES_GENERATION: schema.PUT_1_19})
-def update_aggregates(uuid):
+def update_aggregates(uuid: str) -> flask.Response:
     context.authorize(policies.UPDATE)
     context.provider_or_404(uuid)
     data = declaration.body()

@@ -82,7 +82,7 @@ _SUMMARY_VIEW = {
                      {200: schema.ALLOCATION_CANDIDATES},
                      min_version=versions.ALLOCATION_CANDIDATES,
                      query=schema.GET)
-def list_allocation_candidates():
+def list_allocation_candidates() -> flask.Response:
     context.authorize(policies.LIST)
     request = querylang.parse(inputs.query_pairs(), microversion.current())
     settings = candidates.Settings.from_conf(context.conf())

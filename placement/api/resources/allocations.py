@@ -2,6 +2,7 @@
 allocations; /allocations (1.13): replace those of many consumers at once;
 /resource_providers/{uuid}/allocations: what a provider has given out.
 """
+from typing import Any
 import uuid as uuidlib
 
 import flask
@@ -50,10 +51,10 @@ def _listed_resources(allocations):
 @blueprint.route('/allocations/<consumer_uuid>', methods=['GET'])
 @declaration.handler("A consumer's allocations",
                      {200: schema.CONSUMER_ALLOCATIONS})
-def show_allocations(consumer_uuid):
+def show_allocations(consumer_uuid: str) -> flask.Response:
     context.authorize(policies.ALLOC_LIST)
     rows, consumer = context.read(alloc_db.for_consumer, consumer_uuid)
-    allocations = {}
+    allocations: dict[str, dict[str, Any]] = {}
     for row in rows:
         allocation = allocations.setdefault(row['provider_uuid'], {
             'resources': {}, 'generation': row['provider_generation']})
@@ -72,7 +73,7 @@ def show_allocations(consumer_uuid):
                      errors=claims.write_errors(
                          'Unable to allocate inventory for consumer '
                          '{consumer_uuid}: {error}', _CHANGED))
-def set_allocations(consumer_uuid):
+def set_allocations(consumer_uuid: str) -> flask.Response:
     context.authorize(policies.ALLOC_UPDATE)
     if not uuidutils.is_uuid_like(consumer_uuid):
         raise errors.BadRequest('Malformed consumer_uuid: %s' % consumer_uuid)
@@ -94,7 +95,7 @@ def set_allocations(consumer_uuid):
         min_version=versions.MANY_CONSUMERS, body=schema.POST,
         errors=claims.write_errors(
             'Unable to allocate inventory {error}', _CHANGED))
-def set_many_allocations():
+def set_many_allocations() -> flask.Response:
     context.authorize(policies.ALLOC_MANAGE)
     body = declaration.body()
     requests = [
@@ -107,7 +108,7 @@ def set_many_allocations():
 
 @blueprint.route('/allocations/<consumer_uuid>', methods=['DELETE'])
 @declaration.handler("Delete a consumer's allocations", {204: None})
-def delete_allocations(consumer_uuid):
+def delete_allocations(consumer_uuid: str) -> flask.Response:
     context.authorize(policies.ALLOC_DELETE)
     context.write(alloc_db.delete_for_consumer, consumer_uuid)
     return responses.empty_response(204)
@@ -123,11 +124,11 @@ def _provider_allocations(conn, provider_uuid):
 @blueprint.route('/resource_providers/<uuid>/allocations', methods=['GET'])
 @declaration.handler(
         'Allocations against a provider', {200: schema.PROVIDER_ALLOCATIONS})
-def list_provider_allocations(uuid):
+def list_provider_allocations(uuid: str) -> flask.Response:
     context.authorize(policies.RP_ALLOC_LIST)
     provider, rows = context.read(_provider_allocations, uuid)
     fields = microversion.by_version(_PROVIDER_CONSUMER_FIELDS)
-    allocations = {}
+    allocations: dict[str, dict[str, Any]] = {}
     for row in rows:
         allocation = allocations.get(row['consumer_uuid'])
         if allocation is None:

@@ -3,6 +3,10 @@ share (the requests a body asks for, the retries, upstream's words for
 what went wrong).
 """
 import logging
+from typing import Any
+from typing import Callable
+from typing import Mapping
+from typing import TypeVar
 
 from placement import exception
 from placement.api.operations import metrics
@@ -14,7 +18,9 @@ from placement.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
 
-def write_retrying(fn, *args):
+T = TypeVar('T')
+
+def write_retrying(fn: Callable[..., T], *args: Any) -> T:
     """``context.write(fn, ...)`` for allocation writes, which queue for the
     providers they allocate from instead of failing when others write
     them. What is left (a consumer changed under the request, deadlocks,
@@ -69,7 +75,9 @@ def write_errors(unknown_class: str, changed: str) -> errors.Wordings:
     }
 
 
-def consumer_request(consumer_uuid, body, resources):
+def consumer_request(consumer_uuid: str, body: Mapping[str, Any],
+                     resources: dict[str, dict[str, int]],
+                     ) -> alloc_db.ConsumerRequest:
     """A body's consumer fields as an allocation.ConsumerRequest.
 
     Fields a version's schema does not allow are simply absent: before
@@ -86,7 +94,8 @@ def consumer_request(consumer_uuid, body, resources):
         generation=body.get('consumer_generation', alloc_db.UNCHECKED))
 
 
-def keyed_resources(allocations):
+def keyed_resources(allocations: Mapping[str, Mapping[str, Any]],
+                    ) -> dict[str, dict[str, int]]:
     """{provider uuid: resources} of a 1.12+ allocations object."""
     return {provider_uuid: allocation['resources']
             for provider_uuid, allocation in allocations.items()}

@@ -58,7 +58,7 @@ def _latest_by_default(view):
         'Explain which allocation candidates a query finds, and why not '
         'more (extension, admin only)', {200: schema.EXPLANATION},
         min_version=versions.ALLOCATION_CANDIDATES, query=schema.GET)
-def explain_allocation_candidates():
+def explain_allocation_candidates() -> flask.Response:
     context.authorize(policies.EXPLAIN)
     request = querylang.parse(inputs.query_pairs(), microversion.current())
     settings = candidates.Settings.from_conf(context.conf())

@@ -139,7 +139,7 @@ def _item_location(uuid, resource_class):
 @blueprint.route(_COLLECTION, methods=['GET'])
 @declaration.handler("List a provider's inventories",
                      {200: schema.INVENTORIES})
-def list_inventories(uuid):
+def list_inventories(uuid: str) -> flask.Response:
     context.authorize(policies.LIST)
     provider = _shown_provider(uuid)
     inventories = context.read(inv_db.get_all, provider['id'])
@@ -153,7 +153,7 @@ def list_inventories(uuid):
 @declaration.handler(
         'Create one inventory', {201: schema.INVENTORY}, body=schema.POST,
         errors=_CREATE_ERRORS)
-def create_inventory(uuid):
+def create_inventory(uuid: str) -> flask.Response:
     context.authorize(policies.CREATE)
     provider = context.provider_or_404(uuid)
     data = declaration.body()
@@ -173,7 +173,7 @@ def create_inventory(uuid):
         "Replace all of a provider's inventories", {200: schema.INVENTORIES},
         body=schema.PUT_ALL,
         errors=_REPLACE_ERRORS)
-def replace_inventories(uuid):
+def replace_inventories(uuid: str) -> flask.Response:
     context.authorize(policies.UPDATE)
     provider = context.provider_or_404(uuid)
     data = declaration.body()
@@ -197,7 +197,7 @@ def replace_inventories(uuid):
 @declaration.handler("Delete all of a provider's inventories", {204: None},
                      method_from=versions.DELETE_ALL_INVENTORIES,
                      errors=_DELETE_ALL_ERRORS)
-def delete_inventories(uuid):
+def delete_inventories(uuid: str) -> flask.Response:
     context.authorize(policies.DELETE)
     provider = context.provider_or_404(uuid)
     context.write(inv_db.replace_all, provider, {}, provider['generation'])
@@ -206,7 +206,7 @@ def delete_inventories(uuid):
 
 @blueprint.route(_ITEM, methods=['GET'])
 @declaration.handler('Show one inventory', {200: schema.INVENTORY})
-def show_inventory(uuid, resource_class):
+def show_inventory(uuid: str, resource_class: str) -> flask.Response:
     context.authorize(policies.SHOW)
     provider = _shown_provider(uuid)
     record = context.read(inv_db.get_all, provider['id']).get(resource_class)
@@ -222,7 +222,7 @@ def show_inventory(uuid, resource_class):
 @declaration.handler(
         'Update one inventory', {200: schema.INVENTORY}, body=schema.PUT_ONE,
         errors=_UPDATE_ERRORS)
-def update_inventory(uuid, resource_class):
+def update_inventory(uuid: str, resource_class: str) -> flask.Response:
     context.authorize(policies.UPDATE)
     provider = context.provider_or_404(uuid)
     data = declaration.body()
@@ -238,7 +238,7 @@ def update_inventory(uuid, resource_class):
 @blueprint.route(_ITEM, methods=['DELETE'])
 @declaration.handler('Delete one inventory', {204: None},
                      errors=_DELETE_ERRORS)
-def delete_inventory(uuid, resource_class):
+def delete_inventory(uuid: str, resource_class: str) -> flask.Response:
     context.authorize(policies.DELETE)
     provider = context.provider_or_404(uuid)
     context.write(inv_db.delete, provider, resource_class)

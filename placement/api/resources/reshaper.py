@@ -38,7 +38,7 @@ _ERRORS = {
         'Move inventories and allocations between providers at once',
         {204: None}, min_version=versions.RESHAPER, body=schema.RESHAPE,
         errors=_ERRORS)
-def reshape():
+def reshape() -> flask.Response:
     context.authorize(policies.RESHAPE)
     body = declaration.body()
     # A record whose name is no resource class name went unvalidated (it

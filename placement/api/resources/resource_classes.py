@@ -26,18 +26,18 @@ def _view(row):
 
 
 # Upstream's words for what went wrong, per route (errors.As).
-_CREATE_ERRORS = {
+_CREATE_ERRORS: errors.Wordings = {
     exception.Duplicate: errors.As(
         errors.Conflict, 'Conflicting resource class already exists: {error}',
         errors.DUPLICATE_NAME),
 }
-_RENAME_ERRORS = {
+_RENAME_ERRORS: errors.Wordings = {
     exception.Duplicate: errors.As(
         errors.Conflict, 'Resource class already exists: {error}',
         errors.DUPLICATE_NAME),
 }
 _CANNOT_DELETE = 'Error in delete resource class: {error}'
-_DELETE_ERRORS = {
+_DELETE_ERRORS: errors.Wordings = {
     exception.Invalid: errors.As(errors.BadRequest, _CANNOT_DELETE),
     exception.InUse: errors.As(errors.Conflict, _CANNOT_DELETE),
 }
@@ -46,7 +46,7 @@ _DELETE_ERRORS = {
 @blueprint.route('/resource_classes', methods=['GET'])
 @declaration.handler('List resource classes', {200: schema.RESOURCE_CLASSES},
                      min_version=versions.RESOURCE_CLASSES)
-def list_resource_classes():
+def list_resource_classes() -> flask.Response:
     context.authorize(policies.LIST)
     rows = context.read(rc_db.list_all)
     return responses.json_response(
@@ -58,7 +58,7 @@ def list_resource_classes():
 @declaration.handler('Create a custom resource class', {201: None},
                      min_version=versions.RESOURCE_CLASSES, body=schema.POST,
                      errors=_CREATE_ERRORS)
-def create_resource_class():
+def create_resource_class() -> flask.Response:
     context.authorize(policies.CREATE)
     name = declaration.body()['name']
     context.write(rc_db.create, name)
@@ -69,7 +69,7 @@ def create_resource_class():
 @blueprint.route('/resource_classes/<name>', methods=['GET'])
 @declaration.handler('Show a resource class', {200: schema.RESOURCE_CLASS},
                      min_version=versions.RESOURCE_CLASSES)
-def show_resource_class(name):
+def show_resource_class(name: str) -> flask.Response:
     context.authorize(policies.SHOW)
     row = context.read(rc_db.get_by_name, name)
     return responses.json_response(
@@ -86,7 +86,7 @@ def show_resource_class(name):
     body={versions.RESOURCE_CLASSES: schema.PUT,
           versions.ENSURE_RESOURCE_CLASS: None},
     errors=_RENAME_ERRORS)
-def update_resource_class(name):
+def update_resource_class(name: str) -> flask.Response:
     context.authorize(policies.UPDATE)
     return microversion.by_version(
         {versions.RESOURCE_CLASSES: _rename,
@@ -115,7 +115,7 @@ def _ensure(name):
 @declaration.handler('Delete a custom resource class', {204: None},
                      min_version=versions.RESOURCE_CLASSES,
                      errors=_DELETE_ERRORS)
-def delete_resource_class(name):
+def delete_resource_class(name: str) -> flask.Response:
     context.authorize(policies.DELETE)
     context.write(rc_db.delete, name)
     return responses.empty_response()

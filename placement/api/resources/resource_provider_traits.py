@@ -15,7 +15,8 @@ blueprint = flask.Blueprint('resource_provider_traits', __name__)
 
 _PATH = '/resource_providers/<uuid>/traits'
 # PUT refuses unknown traits (a vanished provider is a 404 already).
-_UNKNOWN_TRAITS = {exception.NotFound: errors.As(errors.BadRequest)}
+_UNKNOWN_TRAITS: errors.Wordings = {
+    exception.NotFound: errors.As(errors.BadRequest)}
 
 
 def _read(conn, uuid):
@@ -33,7 +34,7 @@ def _response(names, generation, rows):
 @blueprint.route(_PATH, methods=['GET'])
 @declaration.handler("List a provider's traits", {200: schema.PROVIDER_TRAITS},
                      min_version=versions.TRAITS)
-def list_traits(uuid):
+def list_traits(uuid: str) -> flask.Response:
     context.authorize(policies.RP_TRAIT_LIST)
     provider, rows = context.read(_read, uuid)
     return _response([row['name'] for row in rows], provider['generation'],
@@ -52,7 +53,7 @@ def _replace(conn, uuid, names, expected_generation):
                      {200: schema.PROVIDER_TRAITS},
                      min_version=versions.TRAITS, body=schema.PUT,
                      errors=_UNKNOWN_TRAITS)
-def update_traits(uuid):
+def update_traits(uuid: str) -> flask.Response:
     context.authorize(policies.RP_TRAIT_UPDATE)
     context.provider_or_404(uuid)
     data = declaration.body()
@@ -69,7 +70,7 @@ def _delete_all(conn, uuid):
 @blueprint.route(_PATH, methods=['DELETE'])
 @declaration.handler("Remove all of a provider's traits", {204: None},
                      min_version=versions.TRAITS)
-def delete_traits(uuid):
+def delete_traits(uuid: str) -> flask.Response:
     context.authorize(policies.RP_TRAIT_DELETE)
     context.write(_delete_all, uuid)
     return responses.empty_response()

@@ -1,4 +1,7 @@
 """/resource_providers: list with filters, create, show, update, delete."""
+from typing import Any
+from typing import Callable
+from typing import Mapping
 import uuid as uuid_lib
 
 import flask
@@ -33,23 +36,23 @@ _LINK_RELATIONS = (
 # Upstream's words for what went wrong, per route (errors.As). POST
 # mentions the provider's name and uuid (the client's, in canonical form,
 # or a new one).
-_CREATE_ERRORS = {
+_CREATE_ERRORS: errors.Wordings = {
     exception.Invalid: errors.As(
         errors.BadRequest,
         'Unable to create resource provider "{name}", {uuid}: {error}'),
 }
-_UPDATE_ERRORS = {
+_UPDATE_ERRORS: errors.Wordings = {
     exception.Invalid: errors.As(
         errors.BadRequest, 'Unable to save resource provider {uuid}: {error}'),
 }
-_DELETE_ERRORS = {
+_DELETE_ERRORS: errors.Wordings = {
     rp_db.HasChildren: errors.As(
         errors.Conflict, code=errors.PROVIDER_CANNOT_DELETE_PARENT),
     rp_db.HasAllocations: errors.As(
         errors.Conflict, code=errors.PROVIDER_IN_USE),
 }
 # The filters' names the providers do not know.
-_LIST_ERRORS = {
+_LIST_ERRORS: errors.Wordings = {
     naming.UnknownResourceClass: errors.As(
         errors.BadRequest, naming.UNKNOWN_CLASS_REFUSED + '{error}'),
     naming.UnknownTrait: errors.As(
@@ -58,16 +61,16 @@ _LIST_ERRORS = {
 }
 
 
-def path(uuid):
+def path(uuid: str) -> str:
     return '/resource_providers/' + uuid
 
 
-def view(row):
+def view(row: Mapping[str, Any]) -> dict[str, Any]:
     """A provider as the API shows it at the request's version."""
     return viewer()(row)
 
 
-def viewer():
+def viewer() -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """``view`` for many rows: what depends on the request (links, tree
     fields) is worked out once.
     """
@@ -99,7 +102,7 @@ def viewer():
                             versions.PROVIDER_TREES: schema.LIST_QUERY_1_14,
                             versions.REQUIRED_FILTER: schema.LIST_QUERY_1_18},
                      errors=_LIST_ERRORS)
-def list_resource_providers():
+def list_resource_providers() -> flask.Response:
     context.authorize(policies.LIST)
     params = declaration.params()
     filters = {key: params[key] for key in ('name', 'uuid') if key in params}
@@ -129,7 +132,7 @@ def _list(conn, filters, group):
                      body={versions.MIN_VERSION: schema.POST,
                            versions.PROVIDER_TREES: schema.POST_1_14},
                      errors=_CREATE_ERRORS)
-def create_resource_provider():
+def create_resource_provider() -> flask.Response:
     context.authorize(policies.CREATE)
     data = declaration.body()
     name = data['name']
@@ -151,7 +154,7 @@ def create_resource_provider():
 @blueprint.route('/resource_providers/<uuid>', methods=['GET'])
 @declaration.handler('Show a resource provider',
                      {200: schema.RESOURCE_PROVIDER})
-def show_resource_provider(uuid):
+def show_resource_provider(uuid: str) -> flask.Response:
     context.authorize(policies.SHOW)
     row = context.provider_or_404(uuid)
     return responses.json_response(
@@ -161,7 +164,7 @@ def show_resource_provider(uuid):
 @blueprint.route('/resource_providers/<uuid>', methods=['DELETE'])
 @declaration.handler('Delete a resource provider', {204: None},
                      errors=_DELETE_ERRORS)
-def delete_resource_provider(uuid):
+def delete_resource_provider(uuid: str) -> flask.Response:
     context.authorize(policies.DELETE)
     context.write(rp_db.delete, uuid)
     return responses.empty_response()
@@ -173,7 +176,7 @@ def delete_resource_provider(uuid):
         body={versions.MIN_VERSION: schema.PUT,
               versions.PROVIDER_TREES: schema.PUT_1_14},
         errors=_UPDATE_ERRORS)
-def update_resource_provider(uuid):
+def update_resource_provider(uuid: str) -> flask.Response:
     context.authorize(policies.UPDATE)
     before = context.provider_or_404(uuid)
     data = declaration.body()

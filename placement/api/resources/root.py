@@ -12,7 +12,7 @@ blueprint = flask.Blueprint('root', __name__)
 @blueprint.route('/', methods=['GET'])
 @declaration.handler('The version document', {200: schema.VERSIONS},
                      accept=False)
-def home():
+def home() -> flask.Response:
     version = {
         'id': 'v%s' % microversion.min_version_string(),
         'max_version': microversion.max_version_string(),

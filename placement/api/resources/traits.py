@@ -48,7 +48,7 @@ def _associated_filter(value):
 @blueprint.route('/traits', methods=['GET'])
 @declaration.handler('List traits', {200: schema.TRAITS},
                      min_version=versions.TRAITS, query=schema.LIST_QUERY)
-def list_traits():
+def list_traits() -> flask.Response:
     context.authorize(policies.TRAITS_LIST)
     params = declaration.params()
     filters = _name_filter(params.get('name'))
@@ -63,7 +63,7 @@ def list_traits():
 @declaration.handler(
         'Check that a trait exists', {204: None}, min_version=versions.TRAITS,
         accept=False)
-def show_trait(name):
+def show_trait(name: str) -> flask.Response:
     context.authorize(policies.TRAITS_SHOW)
     row = context.read(trait_db.get_by_name, name)
     return responses.empty_response(
@@ -74,7 +74,7 @@ def show_trait(name):
 @declaration.handler(
         'Create a custom trait if missing', {201: None, 204: None},
         min_version=versions.TRAITS)
-def put_trait(name):
+def put_trait(name: str) -> flask.Response:
     context.authorize(policies.TRAITS_UPDATE)
     if not schema.is_custom_name(name):
         raise errors.BadRequest(_INVALID_TRAIT)
@@ -90,7 +90,7 @@ def put_trait(name):
 @blueprint.route('/traits/<name>', methods=['DELETE'])
 @declaration.handler('Delete a custom trait', {204: None},
                      min_version=versions.TRAITS)
-def delete_trait(name):
+def delete_trait(name: str) -> flask.Response:
     context.authorize(policies.TRAITS_DELETE)
     # Unknown: 404, standard: 400, in use: 409 (the app's mapping).
     context.write(trait_db.delete, name)

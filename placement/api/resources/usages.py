@@ -20,7 +20,7 @@ def _response(body):
 
 @blueprint.route('/resource_providers/<uuid>/usages', methods=['GET'])
 @declaration.handler("A provider's usages", {200: schema.PROVIDER_USAGES})
-def provider_usages(uuid):
+def provider_usages(uuid: str) -> flask.Response:
     context.authorize(policies.PROVIDER_USAGES)
     provider = context.provider_or_404(
         uuid, 'No resource provider with uuid %(uuid)s found: %(error)s')
@@ -34,13 +34,15 @@ def provider_usages(uuid):
                      {200: schema.USAGES}, min_version=versions.TOTAL_USAGES,
                      query={versions.TOTAL_USAGES: schema.QUERY,
                             versions.CONSUMER_TYPE: schema.QUERY_V1_38})
-def total_usages():
+def total_usages() -> flask.Response:
     # The rule is about the project asked for (the last one, if repeated,
     # as for every parameter), and is checked before the query is.
     asked = flask.request.args.getlist('project_id')
     context.authorize(policies.TOTAL_USAGES,
                       target={'project_id': asked[-1] if asked else None})
     params = declaration.params()
+    # {class: used}; from 1.38 {consumer type: {class: used}}.
+    usages: dict[str, int] | dict[str, dict[str, int]]
     if microversion.is_at_least(versions.CONSUMER_TYPE):
         usages = context.read(
             usage_db.by_consumer_type, params['project_id'],

@@ -296,7 +296,8 @@ class _AmongIds(expression.ColumnElement[bool]):
         ('column', visitors.InternalTraversal.dp_clauseelement),
         ('in_range', visitors.InternalTraversal.dp_boolean)]
 
-    def __init__(self, column, in_range=False):
+    def __init__(self, column: sa.ColumnElement[Any],
+                 in_range: bool = False) -> None:
         self.column = column
         self.in_range = in_range
 
