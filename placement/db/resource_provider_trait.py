@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from placement import exception
 from placement.db import resource_provider as rp_db
 from placement.db import tables
+from placement.db import trait as trait_db
 
 _T = tables.traits
 _RPT = tables.resource_provider_traits
@@ -34,7 +35,7 @@ def replace(conn: sa.Connection, provider: Mapping[str, Any],
     """
     if provider['generation'] != expected_generation:
         raise exception.ConcurrentUpdate(rp_db.GENERATION_CONFLICT)
-    wanted = _ids_by_name(conn, names)
+    wanted = trait_db.ids_by_name(conn, names)
     return _apply(conn, provider, set(wanted.values()), expected_generation)
 
 
@@ -55,15 +56,3 @@ def _apply(conn: sa.Connection, provider: Mapping[str, Any], wanted: set[int],
     rp_db.relink(conn, _RPT, _RPT.c.trait_id, provider['id'], current,
                  wanted)
     return generation
-
-
-def _ids_by_name(conn: sa.Connection,
-                 names: Collection[str]) -> dict[str, int]:
-    """Map names to ids; NotFound lists unknown names in request order."""
-    found: dict[str, int] = dict(conn.execute(
-        sa.select(_T.c.name, _T.c.id)
-        .where(_T.c.name.in_(sorted(set(names))))).all())
-    missing = [name for name in dict.fromkeys(names) if name not in found]
-    if missing:
-        raise exception.NotFound('No such trait %s' % ', '.join(missing))
-    return found

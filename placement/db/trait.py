@@ -66,3 +66,15 @@ def delete(conn: sa.Connection, name: str) -> None:
 def exists(conn: sa.Connection, name: str) -> bool:
     return conn.execute(
         sa.select(_T.c.id).where(_T.c.name == name)).first() is not None
+
+
+def ids_by_name(conn: sa.Connection,
+                names: Collection[str]) -> dict[str, int]:
+    """Map names to ids; NotFound lists unknown names in request order."""
+    found: dict[str, int] = dict(conn.execute(
+        sa.select(_T.c.name, _T.c.id)
+        .where(_T.c.name.in_(sorted(set(names))))).all())
+    missing = [name for name in dict.fromkeys(names) if name not in found]
+    if missing:
+        raise exception.NotFound('No such trait %s' % ', '.join(missing))
+    return found
