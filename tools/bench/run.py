@@ -377,7 +377,7 @@ def _replica_window(pair, config, clients, path, args):
 
 def bulk_load(env, database, nodes, seed):
     """Write the dataset straight into ``database`` with ``env``'s
-    interpreter (bulk.py imports SQLAlchemy and placement's tables); the
+    interpreter (bulk.py writes through placement.db.bulk_load); the
     summary it prints."""
     return json.loads(subprocess.run(
         [env.python, BULK_SCRIPT, database.url, str(nodes),

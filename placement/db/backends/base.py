@@ -144,6 +144,37 @@ class Backend:
         is."""
         return text
 
+    # Bulk loading (placement.db.bulk_load), into a database nothing else
+    # uses yet.
+    # Whether each batch is committed: a long transaction of millions of
+    # rows would grow the server's undo or write-ahead logs.
+    bulk_commits_each_batch = True
+
+    def bulk_insert(self, connection: sa.Connection, table: sa.Table,
+                    columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` (values of ``columns``, in order) into ``table``
+        in as few round trips as the driver makes of an executemany (the
+        MySQL drivers send multi-row INSERTs)."""
+        connection.execute(table.insert(), [dict(zip(columns, row))
+                                            for row in rows])
+
+    def continue_ids(self, connection: sa.Connection,
+                     last_ids: Mapping[str, int]) -> None:
+        """Make the ids the database generates for the tables of
+        ``last_ids`` follow the ids written there explicitly (they do:
+        the next id is above the highest stored)."""
+
+    def analyze(self, connection: sa.Connection,
+                table_names: Sequence[str]) -> None:
+        """Gather the planner's statistics of ``table_names`` now, on an
+        autocommit ``connection`` (none to gather)."""
+
+    def database_bytes(self, connection: sa.Connection) -> int:
+        """The size of ``connection``'s database on disk, tables and
+        indexes."""
+        raise NotImplementedError
+
 
 # Seconds between two polls of a replica catching up.
 POLL = 0.01

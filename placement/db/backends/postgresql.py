@@ -8,8 +8,13 @@ candidate statements give the planner arrays worked out first where it
 would misjudge a subquery.
 """
 import contextlib
+import datetime
+import io
 from typing import Any
+from typing import Callable
 from typing import Iterator
+from typing import Mapping
+from typing import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -26,6 +31,20 @@ _STANDBY = sa.text('SELECT pg_is_in_recovery()')
 _PRIMARY_POSITION = sa.text('SELECT pg_current_wal_lsn()')
 _REPLAYED = sa.text(
     'SELECT pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn)')
+
+_SET_SEQUENCE = sa.text(
+    "SELECT setval(pg_get_serial_sequence(:table, 'id'), :last)")
+
+# COPY's text format of each type of value bulk_insert is given.
+_COPY_ESCAPES = str.maketrans({'\\': '\\\\', '\t': '\\t', '\n': '\\n',
+                               '\r': '\\r'})
+_COPY_TEXT: dict[type, Callable[[Any], str]] = {
+    type(None): lambda value: '\\N',
+    str: lambda value: value.translate(_COPY_ESCAPES),
+    int: str,
+    float: repr,
+    datetime.datetime: lambda value: value.isoformat(' '),
+}
 
 
 class PostgreSQL(base.Backend):
@@ -96,6 +115,47 @@ class PostgreSQL(base.Backend):
             position = on_primary.execute(_PRIMARY_POSITION).scalar()
         return base.caught_up_within(
             lambda: _replayed(connection, position), bound)
+
+    def bulk_insert(self, connection: sa.Connection, table: sa.Table,
+                    columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """COPY FROM STDIN in text format: several times faster than an
+        executemany, which psycopg2 sends one row a statement."""
+        text = io.StringIO()
+        for row in rows:
+            text.write('\t'.join(_COPY_TEXT[type(value)](value)
+                                  for value in row))
+            text.write('\n')
+        text.seek(0)
+        # psycopg2's own cursor: copy_expert is not in the DB-API.
+        cursor: Any = connection.connection.cursor()
+        try:
+            cursor.copy_expert('COPY %s (%s) FROM STDIN' % (
+                table.name, ', '.join(columns)), text)
+        finally:
+            cursor.close()
+
+    def continue_ids(self, connection: sa.Connection,
+                     last_ids: Mapping[str, int]) -> None:
+        """Move each table's id sequence past the ids written: rows given
+        their ids leave the sequence where it was."""
+        for table_name, last_id in last_ids.items():
+            if last_id > 0:
+                connection.execute(_SET_SEQUENCE,
+                                   {'table': table_name, 'last': last_id})
+
+    def analyze(self, connection: sa.Connection,
+                table_names: Sequence[str]) -> None:
+        """VACUUM ANALYZE the database, rather than leaving the statistics
+        to autovacuum: the visibility map also allows index-only scans,
+        and the first reads do not write hint bits into every freshly
+        copied page."""
+        connection.exec_driver_sql('VACUUM ANALYZE')
+
+    def database_bytes(self, connection: sa.Connection) -> int:
+        """pg_database_size of the current database."""
+        return int(connection.exec_driver_sql(
+            'SELECT pg_database_size(current_database())').scalar() or 0)
 
 
 def _replayed(connection: sa.Connection, position: Any) -> bool:

@@ -7,6 +7,7 @@ collided on the write lock. Lists of ids travel as one JSON array read
 with json_each.
 """
 import json
+import os
 from typing import Any
 
 import sqlalchemy as sa
@@ -72,6 +73,15 @@ class SQLite(base.Backend):
                  ids: list[int], params: dict[str, Any]) -> base.IdReads:
         """One read, the ids bound as one JSON array."""
         return [(statement, dict(params, ids=json.dumps(ids)))]
+
+    # A bulk load is one transaction: SQLite writes it to the file once.
+    bulk_commits_each_batch = False
+
+    def database_bytes(self, connection: sa.Connection) -> int:
+        """The database file and its write-ahead log."""
+        path = connection.engine.url.database or ''
+        return sum(os.path.getsize(path + suffix) for suffix in ('', '-wal')
+                   if path and os.path.exists(path + suffix))
 
 
 def _take_transaction_control(engine: sa.Engine, pragmas: list[str]) -> None:
