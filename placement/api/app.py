@@ -26,10 +26,10 @@ from placement.api.operations import metrics
 from placement.api.pipeline import errors
 from placement.api.pipeline import inputs
 from placement.api.pipeline import microversion
-from placement.api.wsgi_types import Body
-from placement.api.wsgi_types import StartResponse
-from placement.api.wsgi_types import WSGIApplication
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import Body
+from placement.api.pipeline.wsgi_types import StartResponse
+from placement.api.pipeline.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import session

@@ -7,7 +7,7 @@ from oslo_log import log as oslo_log
 
 from placement.api import app
 from placement.api.middleware import auth
-from placement.api.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIApplication
 from placement.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)

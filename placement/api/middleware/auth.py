@@ -12,10 +12,10 @@ import webob
 import webob.exc
 
 from placement.api.pipeline import errors
-from placement.api.wsgi_types import Body
-from placement.api.wsgi_types import StartResponse
-from placement.api.wsgi_types import WSGIApplication
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import Body
+from placement.api.pipeline.wsgi_types import StartResponse
+from placement.api.pipeline.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 
 LOG = logging.getLogger(__name__)
 NOAUTH2 = 'noauth2'

@@ -19,10 +19,10 @@ import logging
 from oslo_context import context as oslo_context
 
 from placement.api.pipeline import microversion
-from placement.api.wsgi_types import Body
-from placement.api.wsgi_types import StartResponse
-from placement.api.wsgi_types import WSGIApplication
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import Body
+from placement.api.pipeline.wsgi_types import StartResponse
+from placement.api.pipeline.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 
 LOG = logging.getLogger('placement.requestlog')
 

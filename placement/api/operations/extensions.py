@@ -20,10 +20,10 @@ from placement.api.operations import health
 from placement.api.operations import metrics
 from placement.api.operations import openapi
 from placement.api.pipeline import errors
-from placement.api.wsgi_types import Body
-from placement.api.wsgi_types import StartResponse
-from placement.api.wsgi_types import WSGIApplication
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import Body
+from placement.api.pipeline.wsgi_types import StartResponse
+from placement.api.pipeline.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 
 _METHODS = ('GET', 'HEAD')
 

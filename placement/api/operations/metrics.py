@@ -46,10 +46,10 @@ from werkzeug import routing
 
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
-from placement.api.wsgi_types import Body
-from placement.api.wsgi_types import StartResponse
-from placement.api.wsgi_types import WSGIApplication
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import Body
+from placement.api.pipeline.wsgi_types import StartResponse
+from placement.api.pipeline.wsgi_types import WSGIApplication
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 from placement.db import capacity_metrics
 from placement.db import replica as replica_db
 from placement.db import session

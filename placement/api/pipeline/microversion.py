@@ -11,7 +11,7 @@ import microversion_parse
 import werkzeug
 
 from placement import versions
-from placement.api.wsgi_types import WSGIEnvironment
+from placement.api.pipeline.wsgi_types import WSGIEnvironment
 from placement.versions import VERSIONS
 
 SERVICE_TYPE = 'placement'
