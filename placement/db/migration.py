@@ -3,10 +3,10 @@
 The alembic scripts live in ``<repo>/alembic`` in a source checkout and are
 shipped as package data in ``placement/db/migrations`` by a regular install.
 
-Migrations begin their own transactions instead of writing through the
-unit of work (placement.db.session): it first claims SQLite's write lock
-with an UPDATE of resource_providers, a table a new database does not
-have yet. Concurrent upgraders queue for the migration lock instead.
+Migrations run through the unit of work's schema transactions
+(placement.db.session.Database.migrate): concurrent upgraders queue for
+the backend's migration lock rather than the write lock, whose table a
+new database does not have yet.
 """
 
 import pathlib
@@ -16,8 +16,6 @@ import sqlalchemy as sa
 
 from alembic import command
 from alembic import config as alembic_config
-from placement.db import backends
-from placement.db import engine as db_engine
 from placement.db import session
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -36,13 +34,12 @@ def upgrade(engine: sa.Engine, revision: str = 'head') -> None:
     A schema copied table by table (``INSERT ... SELECT`` on MySQL would
     renumber VCPU's id 0) therefore stays faithful.
     """
-    db_engine.retry_on_transient(lambda: _migrate(engine, revision))
+    session.Database(engine).migrate(_upgrade, revision)
 
 
 def stamp(engine: sa.Engine, revision: str) -> None:
     """Record ``revision`` as current without running any migration."""
-    with engine.begin() as connection:
-        command.stamp(_config(connection), revision)
+    session.Database(engine).migrate(_stamp, revision, attempts=1)
 
 
 def current_revision(engine: sa.Engine) -> str | None:
@@ -66,14 +63,16 @@ def _revision(connection):
     return context.get_current_revision()
 
 
-def _migrate(engine, revision):
-    # Serialise concurrent upgrades of one database. SQLite needs no lock:
-    # its single writer lock makes a concurrent upgrader fail with a
-    # transient "database is locked" error, and the retry then finds the
-    # schema already migrated.
-    with engine.begin() as connection, \
-            backends.of(connection).migration_lock(connection):
-        command.upgrade(_config(connection), revision)
+def _upgrade(connection, revision):
+    # Concurrent upgraders of one database queue for the migration lock.
+    # SQLite has none: its single writer lock makes a concurrent upgrader
+    # fail with a transient "database is locked" error, and the retry then
+    # finds the schema already migrated.
+    command.upgrade(_config(connection), revision)
+
+
+def _stamp(connection, revision):
+    command.stamp(_config(connection), revision)
 
 
 def _config(connection):

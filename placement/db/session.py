@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from placement import exception
+from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import replica as replica_db
 from placement.db import standard_sync
@@ -97,6 +98,18 @@ class Database:
             self._synced = True
             if added and self.replica is not None:
                 self.replica.expire()
+
+    def migrate(self, fn: Callable[..., T], *args: Any,
+                attempts: int = db_engine.TRANSIENT_ATTEMPTS) -> T:
+        """``fn(connection, *args)`` in one transaction that changes the
+        schema, re-run on transient errors up to ``attempts`` runs. It
+        holds the backend's migration lock, which serialises upgraders,
+        instead of the write lock, whose table may not exist yet."""
+        def attempt() -> T:
+            with self.engine.begin() as connection, \
+                    backends.of(connection).migration_lock(connection):
+                return fn(connection, *args)
+        return db_engine.retry_on_transient(attempt, attempts=attempts)
 
     def _transaction(self, fn: Callable[..., T], *args: Any,
                      **retry: Any) -> T:

@@ -7,20 +7,12 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'placement'
 SESSION = 'db/session.py'
-# The other modules that do, and why.
-JUSTIFIED = {
-    ('db/migration.py', 'begin'):
-        'alembic migrates a schema that may not exist yet, while the unit '
-        "of work's SQLite write lock needs the resource_providers table; "
-        'the migration lock serialises upgraders instead',
-}
-# The replica's lag checks (db/replica.py, and the backends' ways of
-# measuring lag) measure the servers themselves: a check that fails must
-# not count as a read nor fall back to the primary.
-_LAG_CHECKS = ('db/replica.py', 'db/backends/mysql.py',
-               'db/backends/postgresql.py')
-JUSTIFIED.update({(module, 'connect'): 'a replica lag check'
-                  for module in _LAG_CHECKS})
+# The other modules that open connections, and why: the replica's lag
+# checks (db/replica.py, and the backends' ways of measuring lag) measure
+# the servers themselves, so a check that fails must not count as a read
+# nor fall back to the primary. Nothing else begins a transaction.
+JUSTIFIED = {(module, 'connect'): 'a replica lag check' for module in (
+    'db/replica.py', 'db/backends/mysql.py', 'db/backends/postgresql.py')}
 
 
 def _opened():
