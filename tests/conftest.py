@@ -74,6 +74,7 @@ from placement import conf as placement_conf
 from placement.api import app as placement_app
 from placement.candidates import survey_cache
 from placement.candidates import trees_needed
+from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard_sync
@@ -324,7 +325,7 @@ def _databases(tmp_path_factory):
 def _clean(engine):
     """Delete every row but the standard resource classes and traits."""
     with engine.begin() as conn:
-        mysql = conn.dialect.name in db_engine.MYSQL_BACKENDS
+        mysql = backends.of(conn) is backends.mysql.BACKEND
         if mysql:
             # Self-referencing provider rows are checked row by row.
             conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 0')

@@ -20,10 +20,6 @@ from placement.db import backends
 LOG = logging.getLogger(__name__)
 T = TypeVar('T')
 
-# Backend (and dialect) names under which SQLAlchemy talks to MySQL/MariaDB
-# (for callers outside placement; placement asks backends.of()).
-MYSQL_BACKENDS = backends.mysql.BACKEND.names
-
 
 class DatabaseConfigError(Exception):
     """The [placement_database] settings cannot produce a usable engine."""

@@ -46,7 +46,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement.candidates import survey_cache
-from placement.db import engine as db_engine
+from placement.db import backends
 from placement.db import standard_sync
 from placement.db import tables
 
@@ -991,7 +991,7 @@ def _describe_changes(before, after):
 def _restore(engine, wanted, current):
     """Put the rows of ``wanted`` back, row by row."""
     with engine.begin() as conn:
-        mysql = conn.dialect.name in db_engine.MYSQL_BACKENDS
+        mysql = backends.of(conn) is backends.mysql.BACKEND
         if mysql:
             conn.exec_driver_sql('SET SESSION FOREIGN_KEY_CHECKS = 0')
         try:

@@ -13,8 +13,7 @@ from placement.db.backends import postgresql
 from placement.db.backends import sqlite
 
 PACKAGE = pathlib.Path(backends.__file__).resolve().parents[2]
-# What testing the kind of database looks like (placement.db.engine still
-# defines MYSQL_BACKENDS for callers outside placement).
+# What testing the kind of database looks like.
 DIALECT_TEST = re.compile(
     r'dialect\.name|\.is_mariadb|\bin\s+[\w.]*MYSQL_BACKENDS'
     r'|get_backend_name\(\)\s*(==|!=|in\b|not\b)')

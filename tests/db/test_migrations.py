@@ -23,6 +23,7 @@ import os_traits
 import pytest
 import sqlalchemy as sa
 
+from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import standard_sync
@@ -172,7 +173,7 @@ def _assert_matches_tables(engine):
     generation = {c['name']: c for c in insp.get_columns('consumers')}[
         'generation']
     assert str(generation['default']).strip("'") == '0'
-    if engine.dialect.name in db_engine.MYSQL_BACKENDS:
+    if backends.of(engine) is backends.mysql.BACKEND:
         for table in tables.metadata.tables:
             options = insp.get_table_options(table)
             assert options['mysql_default charset'] == 'utf8mb4', table
