@@ -5,8 +5,8 @@
 # venv's Python, the MariaDB client headers mysqlclient builds against
 # (its tests are not only integration ones), and what tools/galera.sh runs
 # its MariaDB Galera cluster with (mariadb-server, galera-4, rsync for SST,
-# haproxy) and the PostgreSQL server tools/pg-replica.sh runs (postgresql,
-# when no version is installed).
+# haproxy), the PostgreSQL server tools/pg-replica.sh runs (postgresql,
+# when no version is installed), and Patroni and etcd for tools/patroni.sh.
 # Idempotent: each step runs only when its result is missing (apt is not
 # called at all when every package is installed, so a running system MariaDB
 # or PostgreSQL is never upgraded or restarted), and the package lists are
@@ -26,6 +26,9 @@ APT_PACKAGES+=(libmariadb-dev pkg-config)
 # tools/galera.sh: three mariadbd with the Galera provider, rsync for state
 # transfers, HAProxy in front.
 APT_PACKAGES+=(mariadb-server galera-4 rsync haproxy)
+# tools/patroni.sh (the fault tests): PostgreSQL under Patroni, with etcd
+# holding the leader key.
+APT_PACKAGES+=(patroni etcd-server)
 # tools/pg-replica.sh: any installed PostgreSQL server's binaries will do
 # (/usr/lib/postgresql/*/bin: initdb, pg_ctl, postgres, pg_basebackup), so
 # the package is only asked for when there are none; a system cluster that
