@@ -5,6 +5,8 @@
 ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
 QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
 QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
+# Not upstream's: the database connection broke during COMMIT.
+COMMIT_OUTCOME_UNKNOWN = 'placement.commit_outcome_unknown'
 
 
 class PlacementError(Exception):
@@ -49,3 +51,17 @@ PROVIDER_CHANGED = _CHANGED % 'resource provider data'
 
 class ConcurrentUpdate(PlacementError):
     """A generation check failed: someone else changed the object."""
+
+
+class CommitOutcomeUnknown(PlacementError):
+    """The connection to the database broke while a write was being
+    committed: the write may or may not be stored, so it is not retried
+    (a retry could apply it twice). The client reads what it wrote again,
+    with its generation, before deciding to write again (503)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'The database connection was lost while the change was being '
+            'committed: it may or may not have been stored. Read the '
+            'consumer or resource provider again (with its generation) '
+            'before retrying.', code=COMMIT_OUTCOME_UNKNOWN)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from placement.db import backends
+from placement.db import watchdog
 
 LOG = logging.getLogger(__name__)
 T = TypeVar('T')
@@ -65,6 +66,12 @@ def is_conflict(exc: BaseException) -> bool:
     """
     return any(_is_transient_one(link) and not _is_disconnect(link)
                for link in _chain(exc))
+
+
+def is_lost_connection(exc: BaseException) -> bool:
+    """True if ``exc`` is the connection breaking (the server went away,
+    or the watchdog cut it), not the server refusing a statement."""
+    return _is_disconnect(exc)
 
 
 def _is_transient_one(exc):
@@ -125,7 +132,9 @@ def retry_on_transient(
     ``on_retry(exc)`` is told of each re-run.
 
     ``fn`` must be a whole unit of work that opens and commits its own
-    transaction, so that a re-run starts again from fresh data.
+    transaction, so that a re-run starts again from fresh data. No re-run
+    starts once the current deadline (placement.db.watchdog) would pass
+    during the backoff.
     """
     attempt = 0
     while True:
@@ -136,10 +145,12 @@ def retry_on_transient(
             if attempt >= attempts or not (isinstance(exc, retry_also)
                                            or is_transient(exc)):
                 raise
-            if on_retry is not None:
-                on_retry(exc)
             delay = min(_MAX_DELAY, _BASE_DELAY * 2 ** (attempt - 1))
             delay = random.uniform(delay / 2, delay)
+            if watchdog.remaining() <= delay:
+                raise
+            if on_retry is not None:
+                on_retry(exc)
             LOG.info('Transient error (attempt %d/%d), retrying in %.2fs: '
                      '%s', attempt, attempts, delay, _dbapi_error(exc) or exc)
             time.sleep(delay)

@@ -6,8 +6,12 @@ when the caller allows it and the replica is usable now, else to the
 primary; a read the replica fails is read again from the primary, so
 that a replica never fails a caller. A write runs ``fn(connection, ...)``
 in one transaction on the primary, which on SQLite first queues for the
-write lock, and re-runs it from the start on transient errors. Only this
-module begins transactions (tests/unit/test_unit_of_work.py keeps it so).
+write lock, and re-runs it from the start on transient errors, but never
+when the connection broke during COMMIT: the write may be stored, and
+CommitOutcomeUnknown says so. Each read or write, all its attempts
+together, has the engine's transaction_timeout to finish
+(placement.db.watchdog cuts a connection held longer). Only this module
+begins transactions (tests/unit/test_unit_of_work.py keeps it so).
 """
 from collections.abc import Callable
 import threading
@@ -23,6 +27,7 @@ from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import replica as replica_db
 from placement.db import standard_sync
+from placement.db import watchdog
 
 T = TypeVar('T')
 
@@ -58,18 +63,24 @@ class Database:
              replica_ok: bool = False, **kwargs: Any) -> T:
         """``fn(connection, *args, **kwargs)`` on a connection to the
         replica if ``replica_ok`` and the replica is usable now, else to
-        the primary (also when the replica fails the read)."""
+        the primary (also when the replica fails the read). A read whose
+        connection broke is read once more, on a new connection."""
         self.sync()
-        replica = self.replica
-        if replica_ok and replica is not None and replica.usable():
-            try:
-                with replica.engine.connect() as connection:
-                    return self._counted(REPLICA, fn, connection, *args,
-                                         **kwargs)
-            except sa_exc.SQLAlchemyError as exc:
-                replica.failed(exc)
-        with self.engine.connect() as connection:
-            return self._counted(PRIMARY, fn, connection, *args, **kwargs)
+
+        def attempt() -> T:
+            replica = self.replica
+            if replica_ok and replica is not None and replica.usable():
+                try:
+                    with replica.engine.connect() as connection:
+                        return self._counted(REPLICA, fn, connection, *args,
+                                             **kwargs)
+                except sa_exc.SQLAlchemyError as exc:
+                    replica.failed(exc)
+            with self.engine.connect() as connection:
+                return self._counted(PRIMARY, fn, connection, *args,
+                                     **kwargs)
+        with watchdog.deadline(watchdog.timeout_of(self.engine)):
+            return db_engine.retry_on_transient(attempt, attempts=2)
 
     def write(self, fn: Callable[..., T], *args: Any,
               attempts: int = db_engine.TRANSIENT_ATTEMPTS,
@@ -109,7 +120,9 @@ class Database:
             with self.engine.begin() as connection, \
                     backends.of(connection).migration_lock(connection):
                 return fn(connection, *args)
-        return db_engine.retry_on_transient(attempt, attempts=attempts)
+        # A schema change takes as long as the table is large: no deadline.
+        with watchdog.deadline(0):
+            return db_engine.retry_on_transient(attempt, attempts=attempts)
 
     def _transaction(self, fn: Callable[..., T], *args: Any,
                      **retry: Any) -> T:
@@ -117,10 +130,14 @@ class Database:
         transaction waits for the write lock first, so that concurrent
         writers (threads or processes) queue instead of failing."""
         def attempt() -> T:
-            with self.engine.begin() as connection:
+            with self.engine.connect() as connection, \
+                    connection.begin() as transaction:
                 db_engine.claim_write_lock(connection)
-                return fn(connection, *args)
-        return db_engine.retry_on_transient(attempt, **retry)
+                result = fn(connection, *args)
+                _commit(transaction)
+                return result
+        with watchdog.deadline(watchdog.timeout_of(self.engine)):
+            return db_engine.retry_on_transient(attempt, **retry)
 
     def _counted(self, server: str, fn: Callable[..., T],
                  connection: sa.engine.Connection, *args: Any,
@@ -137,6 +154,16 @@ class Database:
     def _answered(self, server: str) -> None:
         if self._on_read is not None:
             self._on_read(server)
+
+
+def _commit(transaction: sa.engine.Transaction) -> None:
+    """Commit; a connection lost meanwhile leaves the outcome unknown."""
+    try:
+        transaction.commit()
+    except sa_exc.DBAPIError as exc:
+        if db_engine.is_lost_connection(exc):
+            raise exception.CommitOutcomeUnknown() from exc
+        raise
 
 
 def open_replica(conf: cfg.ConfigOpts, primary: sa.engine.Engine,

@@ -101,7 +101,7 @@ def test_server_engine_options(monkeypatch):
         max_overflow=3, pool_timeout=11, connection_recycle_time=60)
     assert kwargs == {
         'url': db_engine.normalize_url('mysql://u@db/placement'),
-        'pool_pre_ping': True, 'isolation_level': 'READ COMMITTED',
+        'isolation_level': 'READ COMMITTED',
         'pool_recycle': 60, 'pool_size': 7, 'max_overflow': 3,
         'pool_timeout': 11, 'connect_args': {'connect_timeout': 5}}
 

@@ -199,6 +199,7 @@ _DOMAIN_ERRORS: Wordings = {
     exception.Duplicate: As(Conflict, code=DUPLICATE_NAME),
     exception.InUse: As(Conflict),
     exception.ConcurrentUpdate: As(Conflict, code=CONCURRENT_UPDATE),
+    exception.CommitOutcomeUnknown: As(ServiceUnavailable),
 }
 
 

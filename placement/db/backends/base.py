@@ -13,6 +13,9 @@ from typing import Mapping
 from typing import Sequence
 
 import sqlalchemy as sa
+from sqlalchemy import event
+
+from placement.db import watchdog
 
 # Seconds a connection attempt to a database server may take.
 _CONNECT_TIMEOUT = 5
@@ -66,8 +69,9 @@ class Backend:
     def create_engine(self, url: sa.engine.URL, opts: Any) -> sa.Engine:
         """A pooled engine to a database server, as the [placement_database]
         options ``opts`` describe it."""
+        # The watchdog pings pooled connections itself, under its watch.
         kwargs: dict[str, Any] = {
-            'pool_pre_ping': True, 'isolation_level': 'READ COMMITTED',
+            'isolation_level': 'READ COMMITTED',
             'pool_recycle': getattr(opts, 'connection_recycle_time', 3600)}
         for option, kwarg in (('max_pool_size', 'pool_size'),
                               ('max_overflow', 'max_overflow'),
@@ -78,8 +82,26 @@ class Backend:
         if 'connect_timeout' not in url.query:
             kwargs['connect_args'] = {'connect_timeout': _CONNECT_TIMEOUT}
         engine = sa.create_engine(url, **kwargs)
+        watchdog.watch(engine, getattr(opts, 'transaction_timeout', 0),
+                       self.socket_fileno)
+
+        @event.listens_for(engine, 'handle_error')
+        def _discard_lost(context):
+            # What this backend calls a lost connection (a node that left
+            # its cluster, a primary become standby) is discarded too, so
+            # that a retry connects afresh, perhaps to another server.
+            orig = context.original_exception
+            if not context.is_disconnect and self.is_disconnect(orig):
+                context.is_disconnect = True
+
         self.set_up(engine, opts)
         return engine
+
+    def socket_fileno(self, dbapi_connection: Any) -> int | None:
+        """The file descriptor of the driver connection's socket (the
+        drivers' fileno()), which placement.db.watchdog cuts."""
+        fileno = getattr(dbapi_connection, 'fileno', None)
+        return fileno() if fileno is not None else None
 
     def set_up(self, engine: sa.Engine, opts: Any) -> None:
         """Prepare the sessions of a new ``engine`` (nothing to do)."""

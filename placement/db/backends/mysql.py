@@ -40,6 +40,9 @@ _THREE_BYTE_CHARSETS = {'utf8', 'utf8mb3'}
 
 # Server and client error numbers.
 _DISCONNECT = {
+    # Galera: the node left the primary component (or has not joined
+    # it): it serves nobody, and a new connection may reach another.
+    1047,
     1927,  # MariaDB: connection was killed
     2006,  # server has gone away
     2013,  # lost connection during query
@@ -48,7 +51,6 @@ _DISCONNECT = {
 _TRANSIENT = _DISCONNECT | {
     1205,  # lock wait timeout
     1213,  # deadlock, also how Galera reports a certification failure
-    1047,  # Galera node not ready (WSREP has not yet prepared node)
 }
 _UNREACHABLE = {
     1040,  # too many connections
@@ -115,6 +117,13 @@ class MySQL(base.Backend):
                      getattr(opts, 'mysql_wsrep_sync_wait', None))
         if self.packs(engine.dialect):
             _raise_group_concat_max_len(engine)
+
+    def socket_fileno(self, dbapi_connection: Any) -> int | None:
+        """mysqlclient's fileno(); PyMySQL keeps its socket as _sock."""
+        sock = getattr(dbapi_connection, '_sock', None)
+        if sock is not None:
+            return sock.fileno()
+        return super().socket_fileno(dbapi_connection)
 
     def is_transient(self, orig: BaseException) -> bool | None:
         """A deadlock, lock wait timeout, Galera certification failure or

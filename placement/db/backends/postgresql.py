@@ -22,7 +22,10 @@ from sqlalchemy.dialects import postgresql
 
 from placement.db.backends import base
 
-_TRANSIENT = {'40001', '40P01'}  # serialization failure, deadlock
+# A read-only transaction: the server is a standby now (a failover
+# demoted it); a new connection finds the primary.
+_LOST = {'25006'}
+_TRANSIENT = {'40001', '40P01'} | _LOST  # serialization failure, deadlock
 # Class 08 (connection exception) plus: too many connections, starting up.
 _UNREACHABLE = {'53300', '57P03'}
 _MIGRATION_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
@@ -78,6 +81,11 @@ class PostgreSQL(base.Backend):
     def is_transient(self, orig: BaseException) -> bool | None:
         """A serialization failure or a deadlock."""
         return True if getattr(orig, 'pgcode', None) in _TRANSIENT else None
+
+    def is_disconnect(self, orig: BaseException) -> bool | None:
+        """A server that can no longer take writes (the others psycopg2
+        reports, SQLAlchemy recognises by their text)."""
+        return True if getattr(orig, 'pgcode', None) in _LOST else None
 
     def is_unreachable(self, orig: BaseException) -> bool | None:
         """A connection exception, too many connections, or a server
