@@ -221,6 +221,15 @@ def test_half_stored_claim(tmp_path):
     assert one(run_dir, 'half-applied') == [1]
 
 
+def test_half_applied_replace(tmp_path):
+    # The new allocations were written, the old ones never deleted.
+    ops = [alloc(1, 'claim', 1.0, 'ok', {'a': VCPU2}, {'a': None}),
+           alloc(2, 'replace', 2.0, 'unknown',
+                 {'a': {RP2: {'MEMORY_MB': 512}}}, {'a': 0})]
+    assert one(write_run(tmp_path, ops, {'a': SPLIT}),
+               'half-applied') == [1, 2]
+
+
 def test_half_applied_unknown_move(tmp_path):
     ops = [alloc(1, 'claim', 1.0, 'ok', {'a': VCPU2}, {'a': None}),
            alloc(2, 'move', 2.0, 'unknown', {'a': {}, 'b': VCPU2},

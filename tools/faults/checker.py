@@ -291,14 +291,22 @@ def _unique(ids: Iterable[int]) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
-def _is_part(part: State, whole: State) -> bool:
-    """``part`` is a strict, non-empty piece of ``whole``: some of its
-    providers/classes with the same amounts, not all of them."""
-    if not part or part == whole:
+def _entries(state: State) -> set[tuple[str, str, int]]:
+    return {(rp, rc, amount) for rp, classes in state.items()
+            for rc, amount in classes.items()}
+
+
+def _is_part(held: State, before: State, after: State) -> bool:
+    """``held`` is an op's write half done: non-empty, neither the state
+    before the op nor after it, made only of pieces of the two, with at
+    least one piece the op brought. A strict part of a claim's writes is
+    the plain case (before = {})."""
+    if not held or held in (before, after):
         return False
-    return all(whole.get(rp, {}).get(rc) == amount
-               for rp, classes in part.items()
-               for rc, amount in classes.items())
+    pieces = _entries(held)
+    brought = _entries(after) - _entries(before)
+    return (pieces <= _entries(before) | _entries(after)
+            and bool(pieces & brought))
 
 
 def _sum_usage(allocations: Allocations) -> Amounts:
@@ -349,6 +357,12 @@ def _possible_states(timeline: list[Op],
         if op.outcome == 'unknown' and state is not None:
             states.append((op, state))
     return states
+
+
+def _state_before(timeline: list[Op], op: Op, consumer: str) -> State:
+    """What the consumer held before ``op`` as far as ok ops tell."""
+    position = next(i for i, o in enumerate(timeline) if o is op)
+    return _possible_states(timeline[:position], consumer)[0][1]
 
 
 def _holders(timelines: dict[str, list[Op]], rp: str, rc: str,
@@ -465,10 +479,7 @@ def _moves(final: Final,
                 state = op.state(consumer)
                 if state is None:
                     continue
-                position = next(i for i, o in enumerate(history) if o is op)
-                before = _possible_states(history[:position],
-                                          consumer)[0][1]
-                if state == before:
+                if state == _state_before(history, op, consumer):
                     continue    # unchanged by this op: tells nothing
                 holds = final.allocations.get(consumer, {})
                 (applied if holds == state else missing).append(consumer)
@@ -512,8 +523,9 @@ def _consumers(run: Run, final: Final,
         later = timeline[last + 1:]
         fails = [op for op in later
                  if op.outcome == 'fail' and op.state(consumer) == held]
-        parts = [op for op, state in allowed
-                 if op is not None and _is_part(held, state)]
+        parts = [op for op, state in allowed if op is not None
+                 and _is_part(held, _state_before(timeline, op, consumer),
+                              state)]
         earlier = [op for op in timeline[:max(last, 0)]
                    if op.state(consumer) == held]
         if fails:
