@@ -70,6 +70,8 @@ NETNS_TOOL="$(dirname "$0")/netns.sh"
 # Node 1 last: it is then the one safe to bootstrap from.
 STOP_ORDER=(haproxy node3 node2 node1)
 WAIT_INTERVAL=0.5
+# How long `stop` waits for frozen or cut-off nodes it woke to rejoin.
+REJOIN_TIMEOUT=30
 # shellcheck source-path=SCRIPTDIR source=lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
 
@@ -205,19 +207,40 @@ hosts_down() {
 }
 
 # Undo a fault on node $1 so that it can be stopped or started: its link up
-# again, its processes (a frozen mariadbd, its helpers) continued.
+# again, its processes (a frozen mariadbd, its helpers) continued. Returns 1
+# if there was none.
 wake_node() {
-    local n=$1 pid pids
+    local n=$1 pid pids netns faulted=1
+    netns=$(node_netns "$n")
     mapfile -t pids < <(netns_pids "$n")
     if pid=$(node_pid "$n"); then
         mapfile -t -O "${#pids[@]}" pids < <(echo "$pid"; pgrep -s "$pid")
     fi
-    if [ -n "$(node_netns "$n")" ]; then
-        "$NETNS_TOOL" heal "$(node_netns "$n")" 2>/dev/null || true
+    if [ -n "$netns" ] && ! ip -o link show "vh-$netns" 2>/dev/null \
+            | grep -q '<[^>]*,UP[,>]'; then
+        say "healing node $n's link"
+        "$NETNS_TOOL" heal "$netns" 2>/dev/null || true
+        faulted=0
     fi
-    if [ "${#pids[@]}" -gt 0 ]; then
-        kill -CONT "${pids[@]}" 2>/dev/null || true
-    fi
+    for pid in "${pids[@]}"; do
+        if [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)" = T ]
+        then
+            say "continuing node $n's frozen process $pid"
+            kill -CONT "$pid" 2>/dev/null || true
+            faulted=0
+        fi
+    done
+    return "$faulted"
+}
+
+# Whether every node that runs is back in a Primary component, Synced.
+running_rejoined() {
+    local n
+    for n in "${NODES[@]}"; do
+        if node_pid "$n" >/dev/null; then
+            node_rejoined "$n" || return 1
+        fi
+    done
 }
 
 # --- Processes -------------------------------------------------------------
@@ -606,7 +629,7 @@ cmd_start_node() {
         "to join; run: $0 stop $DIR; $0 start $DIR"
     # What the killed node left (an SST helper, a frozen or cut-off
     # namespace) must not stand in the way.
-    wake_node "$n"
+    wake_node "$n" || true
     end_leftovers "$n"
     say "starting node $n ($(node_addr "$n") port ${NODE_PORT[n]}); it" \
         "joins node $donor's cluster"
@@ -636,10 +659,22 @@ end_leftovers() {
 }
 
 cmd_stop() {
-    local n loaded=
+    local n loaded='' woken='' deadline
     if load_ports; then loaded=yes; fi
     if [ -n "$loaded" ]; then
-        for n in "${NODES[@]}"; do wake_node "$n"; done
+        for n in "${NODES[@]}"; do
+            if wake_node "$n"; then woken=yes; fi
+        done
+    fi
+    if [ -n "$woken" ]; then
+        # Leaving one by one from a Primary component is what leaves node 1
+        # safe to bootstrap from; a partition that cost the quorum heals
+        # back into one within seconds.
+        say "waiting up to ${REJOIN_TIMEOUT}s for the nodes to be Synced again"
+        deadline=$((SECONDS + REJOIN_TIMEOUT))
+        until running_rejoined || [ "$SECONDS" -ge "$deadline" ]; do
+            sleep "$WAIT_INTERVAL"
+        done
     fi
     stop_all
     if [ -n "$loaded" ]; then
