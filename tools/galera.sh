@@ -324,9 +324,11 @@ write_node_cnf() {
         echo "# Written by tools/galera.sh: node $n of the test cluster" \
             "in $DIR."
         mariadb_base_cnf "$dir" "${NODE_PORT[n]}"
+        if [ "$addr" != 127.0.0.1 ]; then
+            echo "# The node's own address (the last one counts)."
+            echo "bind-address = $addr"
+        fi
         cat <<EOF
-# The node's own address (the last setting wins).
-bind-address = $addr
 
 # Galera needs these (and InnoDB, above).
 binlog_format = ROW
