@@ -50,7 +50,15 @@
 # failover may lose the last commits). Failure detection is fast: ttl 10 s,
 # loop_wait 1 s, retry_timeout 4 s, so a dead leader is replaced within
 # about 15 s. use_pg_rewind lets a killed old primary rejoin as a standby.
-# The network, prefix, ports and replication mode are fixed when DIR is
+# DCS: PATRONI_DCS=etcd (default) has Patroni use etcd's v2 API, =etcd3 its
+# v3 API. Patroni 3.0.2 (Debian 12) is not safe with etcd3 when a leader is
+# frozen past its ttl: on waking, its stale view of etcd has it renew the
+# leader key unconditionally, taking it back from the node promoted
+# meanwhile, whose commits pg_rewind then discards; and a stale revision
+# leaves it unable to record its synchronous standby (Patroni 3.0.3 and
+# 3.1.0 fix both). With the v2 API every renewal is a compare-and-swap on a
+# fresh read.
+# The network, prefix, ports, DCS and replication mode are fixed when DIR is
 # first set up (DIR/ports); `start` after `stop` reuses DIR's data and etcd
 # state. Remove DIR to choose others. fsync is off: the faults are process
 # kills, freezes and partitions, after which the kernel still has every
@@ -116,6 +124,7 @@ choose_settings() {
     NETWORK=${PATRONI_NETWORK:-10.233.0}
     PREFIX=${PATRONI_NETNS_PREFIX:-ppt}
     SYNCHRONOUS=${PATRONI_SYNCHRONOUS:-on}
+    DCS=${PATRONI_DCS:-etcd}
 }
 
 check_settings() {
@@ -128,13 +137,17 @@ check_settings() {
         on | off) ;;
         *) die "PATRONI_SYNCHRONOUS must be on or off, not $SYNCHRONOUS" ;;
     esac
+    case $DCS in
+        etcd | etcd3) ;;
+        *) die "PATRONI_DCS must be etcd or etcd3, not $DCS" ;;
+    esac
     check_ports_valid "$HAPROXY_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" \
         "${PG_PORT[@]}" "${REST_PORT[@]}"
 }
 
 save_settings() {
     save_ports HAPROXY_PORT ETCD_PORT ETCD_PEER_PORT PG_PORT REST_PORT \
-        NETWORK PREFIX SYNCHRONOUS
+        NETWORK PREFIX SYNCHRONOUS DCS
 }
 
 # An existing DIR's settings; a different choice in the environment is an
@@ -143,12 +156,13 @@ use_saved_settings() {
     local saved=() wanted=() i
     load_ports || die "$DIR/ports is missing; remove $DIR to start afresh"
     saved=("$HAPROXY_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" "${PG_PORT[@]}"
-        "${REST_PORT[@]}" "$NETWORK" "$PREFIX" "$SYNCHRONOUS")
+        "${REST_PORT[@]}" "$NETWORK" "$PREFIX" "$SYNCHRONOUS" "$DCS")
     wanted=("${PATRONI_HAPROXY_PORT:-}" "${PATRONI_ETCD_PORT:-}"
         "${PATRONI_ETCD_PEER_PORT:-}" "${PATRONI_NODE1_PORT:-}"
         "${PATRONI_NODE2_PORT:-}" "${PATRONI_NODE1_REST_PORT:-}"
         "${PATRONI_NODE2_REST_PORT:-}" "${PATRONI_NETWORK:-}"
-        "${PATRONI_NETNS_PREFIX:-}" "${PATRONI_SYNCHRONOUS:-}")
+        "${PATRONI_NETNS_PREFIX:-}" "${PATRONI_SYNCHRONOUS:-}"
+        "${PATRONI_DCS:-}")
     for i in "${!saved[@]}"; do
         if [ -n "${wanted[i]}" ] && [ "${wanted[i]}" != "${saved[i]}" ]; then
             die "$DIR was set up with ${saved[i]}, not ${wanted[i]} (see" \
@@ -289,6 +303,14 @@ multihost_conninfo() {
 # The value of etcd key $1 (under the cluster's prefix); return 1 without.
 dcs_get() {
     local key
+    if [ "$DCS" = etcd ]; then
+        curl -fsS --max-time 3 \
+            "http://127.0.0.1:$ETCD_PORT/v2/keys$DCS_NAMESPACE/$SCOPE/$1" \
+            2>/dev/null | "$PYTHON" -c '
+import json, sys
+print(json.load(sys.stdin)["node"]["value"])' 2>/dev/null
+        return
+    fi
     key=$(printf '%s' "$DCS_NAMESPACE/$SCOPE/$1" | base64 -w 0)
     curl -fsS --max-time 3 -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/range" \
         -d "{\"key\": \"$key\"}" 2>/dev/null | "$PYTHON" -c '
@@ -362,6 +384,36 @@ haproxy_answers() {
     [ "$(sql_at "$(haproxy_conninfo)" 'SELECT pg_is_in_recovery()')" = f ]
 }
 
+# HAProxy's view of the nodes ("node1 UP, node2 DOWN"), from its stats
+# socket.
+haproxy_states() {
+    "$PYTHON" - "$DIR/haproxy.sock" 2>/dev/null <<'EOF'
+import csv, socket, sys
+sock = socket.socket(socket.AF_UNIX)
+sock.settimeout(3)
+sock.connect(sys.argv[1])
+sock.sendall(b"show stat\n")
+data = b""
+while chunk := sock.recv(65536):
+    data += chunk
+rows = csv.DictReader(data.decode().lstrip("# ").splitlines())
+print(", ".join("%s %s" % (row["svname"], row["status"].split()[0])
+                for row in rows if row["svname"].startswith("node")))
+EOF
+}
+
+# A server starts UP in HAProxy until its checks fail, so the standby may
+# take connections in the first seconds: ready once only the leader is up.
+haproxy_ready() {
+    local leader n expected=''
+    leader=$(leader_node) || return 1
+    for n in "${NODES[@]}"; do
+        expected+="${expected:+, }node$n "
+        if [ "$n" = "$leader" ]; then expected+=UP; else expected+=DOWN; fi
+    done
+    [ "$(haproxy_states)" = "$expected" ] && haproxy_answers
+}
+
 multihost_answers() {
     [ "$(sql_at "$(multihost_conninfo)" 'SELECT pg_is_in_recovery()')" = f ]
 }
@@ -386,7 +438,7 @@ restapi:
   listen: $ip:${REST_PORT[n]}
   connect_address: $ip:${REST_PORT[n]}
 
-etcd3:
+$DCS:
   hosts: $(bridge_ip):$ETCD_PORT
 
 watchdog:
@@ -421,6 +473,13 @@ bootstrap:
         max_replication_slots: 10
         wal_keep_size: 128MB
         wal_receiver_status_interval: 1s
+        # A primary cut off from its standby must shut down promptly when
+        # Patroni demotes it (a fast shutdown waits for the walsenders): a
+        # demotion still running at the next loop is started again by
+        # Patroni 3.0.2, which then runs two postmasters on one data
+        # directory.
+        wal_sender_timeout: 5s
+        wal_receiver_timeout: 5s
         log_line_prefix: "%m [%p] %q%u@%d "
   initdb:
     - encoding: UTF8
@@ -466,6 +525,8 @@ write_haproxy_cfg() {
 # Written by tools/patroni.sh: HAProxy in front of the test cluster in $DIR.
 global
     maxconn 4096
+    # For haproxy_states: which node HAProxy has up.
+    stats socket $DIR/haproxy.sock mode 600 level user
 
 defaults
     mode tcp
@@ -530,7 +591,7 @@ start_etcd() {
         --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
         --initial-cluster "placement-test=$peer" \
         --initial-cluster-token "placement-test-$PREFIX" \
-        --initial-cluster-state new --enable-v2=false \
+        --initial-cluster-state new --enable-v2=true \
         --quota-backend-bytes 268435456 --logger zap --log-level warn
     wait_for "etcd to be healthy" etcd_healthy
 }
@@ -553,7 +614,7 @@ start_haproxy() {
     LAUNCHED+=(haproxy)
     launch haproxy "$DIR/haproxy.pid" "$DIR/haproxy.log" \
         "$HAPROXY" -db -f "$DIR/haproxy.cfg"
-    wait_for "haproxy to pass a query to the primary" haproxy_answers
+    wait_for "haproxy to pass queries to the primary only" haproxy_ready
 }
 
 wait_for_cluster() {
@@ -626,7 +687,7 @@ cmd_start() {
         say "already running in $DIR"
         begin_start
         wait_for_cluster
-        wait_for "haproxy to pass a query to the primary" haproxy_answers
+        wait_for "haproxy to pass queries to the primary only" haproxy_ready
         end_start
         urls | tee "$DIR/env"
         return 0
@@ -754,7 +815,7 @@ cmd_status() {
     leader=$(leader_node) || leader=''
     sync=$(sync_node)
     echo "leader: ${leader:+node}${leader:-none}; synchronous standby:" \
-        "${sync:+node}${sync:-none} (synchronous mode $SYNCHRONOUS)"
+        "${sync:+node}${sync:-none} (synchronous mode $SYNCHRONOUS; DCS $DCS)"
     for n in "${NODES[@]}"; do
         node_status "$n" || ok=
     done
@@ -770,10 +831,15 @@ cmd_status() {
     else
         ok=
     fi
-    if pid=$(server_pid haproxy) && haproxy_answers; then
-        echo "haproxy port $HAPROXY_PORT pid $pid: reaches the primary"
+    if pid=$(server_pid haproxy) && haproxy_ready; then
+        echo "haproxy port $HAPROXY_PORT pid $pid: reaches the primary" \
+            "($(haproxy_states))"
+    elif [ -n "$pid" ]; then
+        echo "haproxy port $HAPROXY_PORT pid $pid: NOT reaching the" \
+            "primary alone ($(haproxy_states))"
+        ok=
     else
-        echo "haproxy port $HAPROXY_PORT: NOT reaching a primary"
+        echo "haproxy port $HAPROXY_PORT: not running"
         ok=
     fi
     [ -n "$ok" ]
@@ -788,6 +854,6 @@ find_bin() {
 parse_command_line "$@"
 declare -a PG_PORT REST_PORT
 HAPROXY_PORT='' ETCD_PORT='' ETCD_PEER_PORT='' NETWORK='' PREFIX=''
-SYNCHRONOUS=on
+SYNCHRONOUS=on DCS=etcd
 PG_BIN=$(find_bin)
 "cmd_${COMMAND//-/_}"
