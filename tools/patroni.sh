@@ -68,7 +68,8 @@
 # each process's clean stop before it is killed. A failed start prints the
 # tail of the logs and stops what it started. Packages: patroni, etcd-server,
 # haproxy, postgresql (tools/integration-deps.sh). Runs as root; Patroni and
-# PostgreSQL run as the postgres user.
+# PostgreSQL run as the postgres user, who must be able to enter DIR's parents
+# (DIR itself is made enterable).
 set -euo pipefail
 
 NODES=(1 2)
