@@ -1,9 +1,15 @@
 """tools/faults/checker.py on small hand-written runs: each test writes a
 run directory the way the fault runner does and checks what is found."""
 import json
+import pathlib
+import sys
 
-import checker
 import pytest
+
+# The fault harness's tools are scripts, not a package.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'tools'
+                       / 'faults'))
+import checker  # noqa: E402
 
 RP1 = 'rp-1'
 RP2 = 'rp-2'
