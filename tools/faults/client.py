@@ -56,13 +56,36 @@ def _nothing_sent(exc: requests.ConnectionError) -> bool:
 
 
 def _short(exc: BaseException) -> str:
-    return ('%s: %s' % (type(exc).__name__, exc))[:300]
+    """The innermost cause, briefly: "ConnectionRefusedError",
+    "ReadTimeout", "RemoteDisconnected: Remote end closed ..."."""
+    if isinstance(exc, requests.ReadTimeout):
+        return 'ReadTimeout'
+    cause: BaseException = exc
+    while True:
+        inner = (cause.reason if isinstance(
+            cause, urllib3.exceptions.MaxRetryError) else None)
+        if inner is None and cause.args and isinstance(cause.args[-1],
+                                                       BaseException):
+            inner = cause.args[-1]
+        if inner is None:
+            inner = cause.__cause__ or cause.__context__
+        if inner is None or inner is cause:
+            break
+        cause = inner
+    if isinstance(cause, urllib3.exceptions.NewConnectionError):
+        text = str(cause).rsplit(': ', 1)[-1]
+    else:
+        text = str(cause)
+    return ('%s: %s' % (type(cause).__name__, text))[:200]
 
 
 def call(base_url: str, method: str, path: str, body: Any = None,
          timeout: float = 30.0) -> Answer:
+    session = requests.Session()
+    # Straight to the server: no proxy from the environment.
+    session.trust_env = False
     try:
-        response = requests.request(
+        response = session.request(
             method, base_url + path, json=body, headers=HEADERS,
             timeout=(CONNECT_TIMEOUT, timeout))
     except requests.ConnectionError as exc:
@@ -72,6 +95,8 @@ def call(base_url: str, method: str, path: str, body: Any = None,
     except requests.RequestException as exc:
         # ReadTimeout and whatever else happens after sending.
         return Answer('unknown', None, _short(exc))
+    finally:
+        session.close()
     status = response.status_code
     parsed: Any = None
     if response.content:
