@@ -177,7 +177,7 @@ def run_checker(out: pathlib.Path) -> int:
         log('no checker (tools/faults/checker.py): run directory written '
             'but not checked')
         return 0
-    report = checker.check(checker.load_run(out))
+    report = checker.check(checker.load_run(str(out)))
     text = checker.format_report(report)
     (out / 'report.txt').write_text(text + '\n')
     print(text)

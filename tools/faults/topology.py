@@ -143,7 +143,9 @@ class Topology:
         return self.env[self.url_variable]
 
     def namespaces(self) -> list[str]:
-        return self.env.get(self.netns_variable, '').split()
+        # galera.sh separates them with spaces, patroni.sh with commas.
+        return self.env.get(self.netns_variable, '').replace(',',
+                                                             ' ').split()
 
     def namespace(self, node: int) -> str:
         return self.namespaces()[node - 1]
