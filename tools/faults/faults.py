@@ -3,7 +3,8 @@ topology is healthy again and the service answers through every API
 server.
 
 kill       SIGKILL every process of the node the service writes to, wait
-           ``hold``/4, start the node again (it rejoins the others)
+           ``hold``/4 (Patroni: at least 12 s, so that the standby takes
+           over), start the node again (it rejoins the others)
 freeze     SIGSTOP them, hold, SIGCONT
 partition  cut the node's link, hold, heal it
 api-kill   SIGKILL one API server (master and workers), restart it after
@@ -79,7 +80,7 @@ class Injector:
         started = self.clock.now()
         count = signal_namespace(namespace, signal.SIGKILL)
         log('  SIGKILLed %d processes' % count)
-        time.sleep(max(1.0, self.hold / 4))
+        time.sleep(self.topology.kill_downtime(self.hold))
         ended = self.clock.now()
         log('  start-node %d' % node)
         self.topology.restart_node(node)

@@ -208,6 +208,8 @@ class Run:
         self.args = args
         self.out: pathlib.Path = args.out.resolve()
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix='faults-'))
+        # PostgreSQL runs as the postgres user, under this directory.
+        self.workdir.chmod(0o755)
         self.topology = topologies.make(
             args.topology, self.workdir, args.port_base, args.netns_prefix,
             args.network, args.setting)
@@ -241,6 +243,7 @@ class Run:
         }
         log('starting %s under %s' % (args.topology, self.workdir))
         self.topology.start()
+        self.topology.wait_writable()
         if any(kind in faults.NODE_FAULTS for kind in args.fault_list):
             self.topology.check_namespaces()
         url = database.with_database(self.topology.server_url, DATABASE)

@@ -13,6 +13,9 @@ import signal
 import subprocess
 import time
 
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
 TOOLS = pathlib.Path(__file__).resolve().parents[1]
 NETNS = TOOLS / 'netns.sh'
 TOPOLOGIES = ('galera-single-writer', 'galera-every-node',
@@ -129,6 +132,31 @@ class Topology:
             return False
         return result.returncode == 0
 
+    def wait_writable(self, timeout: float = 60.0) -> None:
+        """Return once a few new connections in a row through the
+        service's URL reach a server that takes writes: right after a
+        start, HAProxy counts every server up until its checks have
+        failed."""
+        query = ('SELECT NOT pg_is_in_recovery()' if self.kind == 'patroni'
+                 else 'SELECT 1')
+        engine = sa.create_engine(self.server_url, poolclass=NullPool)
+        deadline = time.monotonic() + timeout
+        streak = 0
+        try:
+            while streak < 5:
+                try:
+                    with engine.connect() as conn:
+                        writable = bool(conn.exec_driver_sql(query).scalar())
+                except sa.exc.DBAPIError:
+                    writable = False
+                streak = streak + 1 if writable else 0
+                if time.monotonic() > deadline:
+                    raise RuntimeError('%s does not reach a writable server'
+                                       % self.url_variable)
+                time.sleep(0.5)
+        finally:
+            engine.dispose()
+
     def restart_node(self, node: int) -> None:
         self.run_script('start-node', str(self.dir), str(node))
 
@@ -153,6 +181,10 @@ class Topology:
     def write_node(self) -> int:
         """The node the service writes to (1-based)."""
         raise NotImplementedError
+
+    def kill_downtime(self, hold: float) -> float:
+        """Seconds a killed node stays down before it is started again."""
+        return max(1.0, hold / 4)
 
 
 class Galera(Topology):
@@ -206,6 +238,11 @@ class Patroni(Topology):
         if self.setting == 'async':
             env['PATRONI_SYNCHRONOUS'] = 'off'
         return env
+
+    def kill_downtime(self, hold: float) -> float:
+        # Past the leader key's ttl (10 s): the standby is promoted. A node
+        # back sooner would find its own key and simply lead on.
+        return max(12.0, hold / 4)
 
     def write_node(self) -> int:
         """The current leader, as Patroni reports it (retried through a
