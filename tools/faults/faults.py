@@ -60,12 +60,21 @@ class Injector:
             time.sleep(max(2.0, self.hold / 4))
             ended = self.clock.now()
             server.start()
+            recovered = self.wait_recovered()
         else:
             node = self.topology.write_node()
             namespace = self.topology.namespace(node)
             target = 'node%d' % node
-            started, ended = getattr(self, '_' + kind)(node, namespace)
-        recovered = self.wait_recovered()
+            started = self.clock.now()
+            try:
+                started, ended = getattr(self, '_' + kind)(node, namespace)
+                recovered = self.wait_recovered()
+            except (RuntimeError, subprocess.SubprocessError) as exc:
+                # E.g. start-node failed: the run stops injecting and
+                # says so; what happened until then is still checked.
+                log('%s of node%d failed: %s' % (kind, node, exc))
+                ended = self.clock.now()
+                recovered = None
         record = {'fault': kind, 'target': target, 'started': started,
                   'ended': ended, 'recovered': recovered}
         self.out.write(record)

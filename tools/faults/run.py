@@ -288,8 +288,8 @@ class Run:
         log('stopping the workload')
         stuck = self.workload.stop()
         self.sampler.stop()
-        if aborted is None and injector.wait_recovered() is None:
-            aborted = 'the topology was not healthy at the end'
+        if injector.wait_recovered() is None:
+            aborted = aborted or 'the topology was not healthy at the end'
         log('reading the final state')
         final = database.read_final(url)
         final['usage_api'] = usages_through_api(self.servers[0].url,
