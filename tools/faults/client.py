@@ -62,7 +62,7 @@ def _short(exc: BaseException) -> str:
         return 'ReadTimeout'
     cause: BaseException = exc
     while True:
-        inner = (cause.reason if isinstance(
+        inner: BaseException | None = (cause.reason if isinstance(
             cause, urllib3.exceptions.MaxRetryError) else None)
         if inner is None and cause.args and isinstance(cause.args[-1],
                                                        BaseException):

@@ -168,20 +168,20 @@ def usages_through_api(url: str, providers: list[str]) -> dict[str, Any]:
     return usages
 
 
-def run_checker(out: pathlib.Path) -> int:
-    """Print the checker's report; 1 if it found violations, 0 if not
-    (or when there is no checker)."""
+def run_checker(out: pathlib.Path) -> int | None:
+    """Print the checker's report; the number of violations it found
+    (None when there is no checker)."""
     try:
         import checker
     except ImportError:
         log('no checker (tools/faults/checker.py): run directory written '
             'but not checked')
-        return 0
+        return None
     report = checker.check(checker.load_run(str(out)))
     text = checker.format_report(report)
     (out / 'report.txt').write_text(text + '\n')
     print(text)
-    return 1 if report.violations else 0
+    return len(report.violations)
 
 
 def summary_line(out: pathlib.Path, fault_records: list[dict[str, Any]],
@@ -304,15 +304,16 @@ class Run:
         write_json(self.out / 'run.json', self.info)
         for handle in self.files:
             handle.close()
-        status = run_checker(self.out)
-        checked = (self.out / 'report.txt').exists()
+        violations = run_checker(self.out)
         print('%s %s: %s' % (args.topology, args.setting, summary_line(
-            self.out, records, status if checked else None)))
+            self.out, records, violations)))
+        if violations:
+            return 1
         if aborted or stuck or self.workload.errors:
             log('run incomplete: %s' % (aborted or 'clients %s'
                                         % (stuck or self.workload.errors)))
-            return 2 if not status else status
-        return status
+            return 2
+        return 0
 
     def open(self, name: str) -> JsonLines:
         handle = JsonLines(self.out / name)
@@ -321,7 +322,8 @@ class Run:
 
     def cleanup(self, failed: bool) -> None:
         """Stop everything this run started, whatever happened; keep the
-        temporary directory (logs) if asked or if the run failed."""
+        temporary directory (data, logs) if asked, or if the run failed or
+        found violations."""
         if self.workload is not None:
             self.workload.stop(timeout=5)
         if self.sampler is not None:
@@ -335,6 +337,14 @@ class Run:
             self.topology.stop()
         except Exception as exc:
             log('stopping the topology: %r' % exc)
+        # The service's logs explain its errors: they go with the run.
+        if self.out.is_dir():
+            logs = self.out / 'logs'
+            logs.mkdir(exist_ok=True)
+            for path in [self.topology.log_path] + [
+                    server.log_path for server in self.servers]:
+                if path.exists():
+                    shutil.copy(path, logs / path.name)
         if self.args.keep or failed:
             log('kept %s (logs, data)' % self.workdir)
         else:
@@ -352,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = True
     try:
         status = run.execute()
-        failed = status == 2
+        failed = status != 0
         return status
     except KeyboardInterrupt:
         log('interrupted')
