@@ -16,6 +16,8 @@ import warnings
 
 import pytest
 
+from conftest import unavailable
+
 RUN = pathlib.Path(__file__).resolve().parents[2] / 'tools' / 'faults' / (
     'run.py')
 ENABLED = os.environ.get('PLACEMENT_TEST_FAULT_RUNS', '') == '1'
@@ -32,15 +34,6 @@ PROGRAMS = {
     'patroni': ['/usr/bin/patroni', '/usr/bin/etcd', '/usr/sbin/haproxy'],
 }
 RUN_TIMEOUT = 600
-
-
-def unavailable(message):
-    """Skip loudly, or fail under CI=true (as tests/conftest.py's, which
-    tests/faults/conftest.py's module name hides from here)."""
-    if os.environ.get('CI', '').lower() == 'true':
-        pytest.fail(message + ' (CI=true: failing instead of skipping)')
-    warnings.warn(message, stacklevel=2)
-    pytest.skip(message)
 
 
 def _check_prerequisites(family):
