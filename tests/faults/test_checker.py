@@ -392,3 +392,15 @@ def test_cli_exit_status(tmp_path, capsys, clean):
 def test_cli_unreadable_run(tmp_path, capsys):
     assert checker.main([str(tmp_path / 'nothing')]) == 2
     assert 'not a directory' in capsys.readouterr().err
+
+
+def test_summary_names_the_slowest_request_and_the_errors(tmp_path):
+    slow = alloc(2, 'claim', 2.0, 'unknown', {'b': VCPU2}, {'b': None},
+                 status=503)
+    slow.update(ended=14.5, error='placement.commit_outcome_unknown')
+    ops = [alloc(1, 'claim', 1.0, 'ok', {'a': VCPU2}, {'a': None}), slow]
+    summary = checker.check(checker.load_run(
+        write_run(tmp_path, ops, {'a': VCPU2, 'b': VCPU2}))).summary
+    assert summary['slowest_request'] == {
+        'seconds': 12.5, 'id': 2, 'outcome': 'unknown', 'status': 503}
+    assert summary['errors'] == {'placement.commit_outcome_unknown': 1}

@@ -692,6 +692,7 @@ def _summary(run: Run, violations: list[Violation],
         'none' if op.status is None else str(op.status) for op in run.ops)
     outages = _unavailability(run)
     longest = max(outages, key=lambda o: o['seconds'], default=None)
+    slowest = max(run.ops, key=lambda op: op.ended - op.sent, default=None)
     return {
         'run': {k: run.meta[k] for k in ('topology', 'setting', 'service',
                                          'rounds') if k in run.meta},
@@ -703,8 +704,18 @@ def _summary(run: Run, violations: list[Violation],
         'statuses': dict(sorted(statuses.items())),
         'faults': dict(sorted(collections.Counter(
             f.fault for f in run.faults).items())),
+        # What refused or unknown operations were answered: the error
+        # code of Placement's body, or the client's own failure.
+        'errors': dict(sorted(collections.Counter(
+            op.error or 'none' for op in run.ops
+            if op.outcome != 'ok').items())),
         'unavailability': outages,
         'longest_unavailability': longest,
+        # The bound every request must end within.
+        'slowest_request': None if slowest is None else {
+            'seconds': round(slowest.ended - slowest.sent, 3),
+            'id': slowest.id, 'outcome': slowest.outcome,
+            'status': slowest.status},
         'samples': len(run.samples),
         'consumers_checked': consumers,
         'violations': dict(sorted(collections.Counter(
@@ -745,6 +756,7 @@ def format_report(report: Report) -> str:
         'operations: %d (%s)' % (s['operations'], _counts(s['by_kind'])),
         'outcomes: ' + _counts(s['outcomes']),
         'statuses: ' + _counts(s['statuses']),
+        'errors: ' + _counts(s['errors']),
         'faults: ' + _counts(s['faults']),
     ]
     for outage in s['unavailability']:
@@ -760,6 +772,11 @@ def format_report(report: Report) -> str:
     if longest is not None:
         lines.append('longest unavailability: %.1f s (%s %s)' % (
             longest['seconds'], longest['fault'], longest['target']))
+    slowest = s['slowest_request']
+    if slowest is not None:
+        lines.append('slowest request: %.1f s (op %d, %s, status %s)' % (
+            slowest['seconds'], slowest['id'], slowest['outcome'],
+            slowest['status']))
     lines.append('samples: %d; consumers checked: %d'
                  % (s['samples'], s['consumers_checked']))
     if report.violations:
