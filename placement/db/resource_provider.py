@@ -109,6 +109,20 @@ def increment_generation(conn: sa.Connection, provider_id: int,
     return expected_generation + 1
 
 
+def confirm_generation(conn: sa.Connection, provider_id: int,
+                       expected_generation: int) -> None:
+    """Raise ConcurrentUpdate unless the provider's generation is still
+    ``expected_generation``, read under a row lock: a write that changes
+    nothing succeeds only if nobody wrote the provider since its caller
+    read it (a concurrent writer either committed, and is seen, or waits).
+    """
+    generation = conn.execute(
+        sa.select(_RP.c.generation).where(_RP.c.id == provider_id)
+        .with_for_update()).scalar()
+    if generation != expected_generation:
+        raise exception.ConcurrentUpdate(GENERATION_CONFLICT)
+
+
 def lock(conn: sa.Connection,
          uuids: Collection[str]) -> dict[str, dict[str, Any]]:
     """{uuid: {'id', 'uuid', 'generation'}} of the providers among

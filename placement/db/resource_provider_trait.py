@@ -30,7 +30,8 @@ def replace(conn: sa.Connection, provider: Mapping[str, Any],
 
     ``provider`` is a row of ``resource_provider.get_by_uuid``. The
     generation must be ``expected_generation``; it is bumped only if the
-    set changes. Returns the generation afterwards. Raises
+    set changes (as upstream does), and a replacement that changes
+    nothing confirms it under a row lock. Returns the generation afterwards. Raises
     ConcurrentUpdate, or NotFound naming the unknown traits.
     """
     if provider['generation'] != expected_generation:
@@ -50,6 +51,10 @@ def _apply(conn: sa.Connection, provider: Mapping[str, Any], wanted: set[int],
            expected_generation: int) -> int:
     current = rp_db.linked_ids(conn, _RPT, _RPT.c.trait_id, provider['id'])
     if wanted == current:
+        # Nothing to write; but the traits just read may be newer than
+        # the generation the caller checked (another writer committed in
+        # between): answer with it only if it still holds.
+        rp_db.confirm_generation(conn, provider['id'], expected_generation)
         return expected_generation
     generation = rp_db.increment_generation(
         conn, provider['id'], expected_generation)
