@@ -31,8 +31,9 @@ def replace(conn: sa.Connection, provider: Mapping[str, Any],
     ``provider`` is a row of ``resource_provider.get_by_uuid``. The
     generation must be ``expected_generation``; it is bumped only if the
     set changes (as upstream does), and a replacement that changes
-    nothing confirms it under a row lock. Returns the generation afterwards. Raises
-    ConcurrentUpdate, or NotFound naming the unknown traits.
+    nothing confirms it under a row lock. Returns the generation
+    afterwards. Raises ConcurrentUpdate, or NotFound naming the unknown
+    traits.
     """
     if provider['generation'] != expected_generation:
         raise exception.ConcurrentUpdate(rp_db.GENERATION_CONFLICT)
