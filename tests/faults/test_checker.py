@@ -46,16 +46,6 @@ def provider_op(op_id, sent, outcome, generation, new_generation,
     }
 
 
-def usage_of(allocations):
-    usage = {}
-    for state in allocations.values():
-        for rp, classes in state.items():
-            for rc, amount in classes.items():
-                usage.setdefault(rp, {}).setdefault(rc, 0)
-                usage[rp][rc] += amount
-    return usage
-
-
 def write_run(path, ops, allocations, samples=(), faults=(), capacity=None,
               usage_api=None, provider_generations=None, final=True):
     def jsonl(name, records):
@@ -68,7 +58,7 @@ def write_run(path, ops, allocations, samples=(), faults=(), capacity=None,
         path.joinpath('final.json').write_text(json.dumps({
             'allocations': allocations,
             'capacity': CAPACITY if capacity is None else capacity,
-            'usage_api': (usage_of(allocations) if usage_api is None
+            'usage_api': (checker.sum_usage(allocations) if usage_api is None
                           else usage_api),
             'provider_generations': provider_generations or {},
             'consumer_generations': {c: 0 for c in allocations},

@@ -309,7 +309,8 @@ def _is_part(held: State, before: State, after: State) -> bool:
             and bool(pieces & brought))
 
 
-def _sum_usage(allocations: Allocations) -> Amounts:
+def sum_usage(allocations: Allocations) -> Amounts:
+    """{provider: {class: amount}} the ``allocations`` use together."""
     usage: Amounts = {}
     for state in allocations.values():
         for rp, classes in state.items():
@@ -425,7 +426,7 @@ def _capacity_samples(run: Run,
 def _final_usage(run: Run, final: Final,
                  timelines: dict[str, list[Op]]) -> list[Violation]:
     violations = []
-    usage = _sum_usage(final.allocations)
+    usage = sum_usage(final.allocations)
     end = math.inf
     for rp, classes in sorted(usage.items()):
         for rc, used in sorted(classes.items()):
