@@ -15,6 +15,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from placement import exception
 from placement.db import backends
 from placement.db import watchdog
 
@@ -142,8 +143,12 @@ def retry_on_transient(
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 (classified right below)
-            if attempt >= attempts or not (isinstance(exc, retry_also)
-                                           or is_transient(exc)):
+            # A COMMIT whose outcome is unknown may have been applied: it
+            # is never re-run, whatever broke the connection.
+            if (attempt >= attempts
+                    or isinstance(exc, exception.CommitOutcomeUnknown)
+                    or not (isinstance(exc, retry_also)
+                            or is_transient(exc))):
                 raise
             delay = min(_MAX_DELAY, _BASE_DELAY * 2 ** (attempt - 1))
             delay = random.uniform(delay / 2, delay)

@@ -12,9 +12,9 @@ import threading
 import time
 import uuid as uuidlib
 
+import commit_faults
 import pytest
 import sqlalchemy as sa
-import stalling_proxy
 
 from placement import exception
 from placement.db import tables
@@ -79,11 +79,10 @@ def test_a_write_that_waits_too_long_answers_503_and_the_pool_recovers(
 
 
 @pytest.fixture
-def stalled_commits_api(backend, api_factory):
-    """The API reaching the database through a proxy that holds the
-    server's answer to a COMMIT back for 2 x TIMEOUT."""
+def commit_faults_api(backend, api_factory):
+    """The API reaching the database through a CommitFaultProxy."""
     url = sa.engine.make_url(backend.url)
-    proxy = stalling_proxy.StallingProxy(url.host, url.port, 2 * TIMEOUT)
+    proxy = commit_faults.CommitFaultProxy(url.host, url.port)
     proxied = url.set(host='127.0.0.1', port=proxy.port)
     api = api_factory(shared_engine=False, placement_database={
         'connection': proxied.render_as_string(hide_password=False),
@@ -93,28 +92,38 @@ def stalled_commits_api(backend, api_factory):
 
 
 @pytest.mark.backends('mysql', 'postgresql')
+@pytest.mark.parametrize('fault', ['stall', 'drop'])
 def test_a_commit_left_unanswered_is_not_retried_and_says_so(
-        api, stalled_commits_api):
-    slow_api, proxy = stalled_commits_api
+        api, commit_faults_api, fault):
+    """The server commits, its answer is held back past the deadline (the
+    watchdog cuts the connection) or the connection drops at once: either
+    way the claim is stored once, and the answer says the outcome is
+    unknown. A retry would have found the consumer created (a 409)."""
+    faulty_api, proxy = commit_faults_api
     cloud = Cloud(api)
     cloud.provider('cn1', inventory={'VCPU': 8})
     provider_uuid = cloud.uuids['cn1']
     consumer = str(uuidlib.uuid4())
     # Connected (sessions set up, standard classes synced) before the
-    # stall, so that the only COMMIT held back is the claim's.
-    assert slow_api.get('/resource_providers/' + provider_uuid
-                        ).status_code == 200
-    proxy.stall_commits()
+    # fault, so that the only COMMIT it meets is the claim's.
+    assert faulty_api.get('/resource_providers/' + provider_uuid
+                          ).status_code == 200
+    if fault == 'stall':
+        proxy.stall_commits(2 * TIMEOUT)
+    else:
+        proxy.drop_commits()
     started = time.monotonic()
-    response = _claim(slow_api, provider_uuid, consumer)
+    response = _claim(faulty_api, provider_uuid, consumer)
     elapsed = time.monotonic() - started
     assert response.status_code == 503, response.json
     error = response.json['errors'][0]
     assert error['code'] == exception.COMMIT_OUTCOME_UNKNOWN
     assert 'may or may not have been stored' in error['detail']
-    # Cut once at the deadline, not re-run: a second attempt would have
-    # waited for a second stalled COMMIT.
-    assert TIMEOUT * 0.9 < elapsed < TIMEOUT + SLACK
+    if fault == 'stall':
+        # Cut once at the deadline.
+        assert TIMEOUT * 0.9 < elapsed < TIMEOUT + SLACK
+    else:
+        assert elapsed < TIMEOUT
     # The server committed: the claim is stored, once.
     allocations = api.get('/allocations/' + consumer).json
     assert allocations['allocations'] == {

@@ -1,32 +1,37 @@
-"""A TCP proxy in front of a database server that can hold back the
-server's answer to a COMMIT: the network going silent at the worst
-moment, after the server committed and before the client heard so.
+"""A TCP proxy in front of a database server that fails the answer to a
+COMMIT: the network going silent, or the connection dropping, at the
+worst moment, after the server committed and before the client heard so.
 
-``StallingProxy(host, port, stall)`` listens on 127.0.0.1 (``.port``);
-after ``stall_commits()``, the first answer that follows a client's
-COMMIT on each connection is held back ``stall`` seconds. Importable
-from any test module: tests/ is on sys.path.
+``CommitFaultProxy(host, port)`` listens on 127.0.0.1 (``.port``). After
+``stall_commits(seconds)``, the first answer that follows a client's
+COMMIT on each connection is held back that long; after
+``drop_commits()``, the connection is closed instead of answering.
+Importable from any test module: tests/ is on sys.path.
 """
 import socket
 import threading
 import time
 
 _CHUNK = 65536
+# The answer to a COMMIT is dropped: the connection closes instead.
+DROP = -1.0
 
 
-class StallingProxy:
+class CommitFaultProxy:
 
-    def __init__(self, host, port, stall):
+    def __init__(self, host, port):
         self.target = (host, port)
-        self.stall = stall
-        self._stalling = threading.Event()
+        self._fault = None
         self._listener = socket.create_server(('127.0.0.1', 0))
         self.port = self._listener.getsockname()[1]
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def stall_commits(self):
-        self._stalling.set()
+    def stall_commits(self, seconds):
+        self._fault = seconds
+
+    def drop_commits(self):
+        self._fault = DROP
 
     def close(self):
         self._closed = True
@@ -54,12 +59,14 @@ class StallingProxy:
                 if from_client:
                     # The statement COMMIT (not READ COMMITTED): MySQL's
                     # packet ends with it, PostgreSQL's with it and a NUL.
-                    if self._stalling.is_set() and data.rstrip(
+                    if self._fault is not None and data.rstrip(
                             b'\x00').upper().endswith(b'COMMIT'):
                         committing.set()
                 elif committing.is_set():
                     committing.clear()
-                    time.sleep(self.stall)
+                    if self._fault == DROP:
+                        break
+                    time.sleep(self._fault)
                 sink.sendall(data)
         except OSError:
             pass
