@@ -71,6 +71,9 @@ def _flask_app(conf, engine):
         PLACEMENT_CONF=conf,
         PLACEMENT_ENFORCER=policy.get_enforcer(conf),
         PROVIDE_AUTOMATIC_OPTIONS=False,
+        # Werkzeug refuses a larger body before reading it (by its
+        # Content-Length), or as soon as a chunked one grows past it.
+        MAX_CONTENT_LENGTH=conf.oslo_middleware.max_request_body_size,
     )
     app.url_map.strict_slashes = False
     app.url_map.redirect_defaults = False
@@ -103,8 +106,13 @@ def _add_database(app, conf, engine):
 
 def _before_request():
     """Build the request context, negotiate the microversion, check the
-    URL, and answer HEAD and OPTIONS (which only the GET rule matched)."""
+    URL, and answer HEAD and OPTIONS (which only the GET rule matched).
+    A body announced larger than the limit is refused first, on any
+    route, unread."""
     req = flask.request
+    limit = flask.current_app.config['MAX_CONTENT_LENGTH']
+    if req.content_length is not None and req.content_length > limit:
+        raise http_exceptions.RequestEntityTooLarge()
     flask.g.context = oslo_context.RequestContext.from_environ(req.environ)
     microversion.negotiate(req.environ)
     inputs.check_url(req)

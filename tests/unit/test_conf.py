@@ -56,7 +56,12 @@ def test_connection_is_secret():
 def test_list_opts_groups():
     names = [getattr(g, 'name', g) for g, _ in conf.list_opts()]
     assert names == ['DEFAULT', 'api', 'placement', 'placement_database',
-                     'workarounds', 'metrics']
+                     'workarounds', 'metrics', 'oslo_middleware']
+
+
+def test_request_body_size_limit_default():
+    c = conf.load_config(config_files=[])
+    assert c.oslo_middleware.max_request_body_size == 2 * 1024 * 1024
 
 
 def test_invalid_choice_rejected(tmp_path):

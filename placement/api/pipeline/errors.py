@@ -79,6 +79,8 @@ class UnsupportedMediaType(PlacementHTTPError):
         return super().to_wsgi(environ)
 
 
+RequestEntityTooLarge = _error(
+    'RequestEntityTooLarge', 413, webob.exc.HTTPRequestEntityTooLarge)
 ServiceUnavailable = _error(
     'ServiceUnavailable', 503, webob.exc.HTTPServiceUnavailable)
 InternalServerError = _error(
@@ -153,6 +155,11 @@ def _http_exception(exc):
             _declared_order(exc.valid_methods or ())))
     if isinstance(exc, http_exceptions.NotFound):
         return _render_error(NotFound())
+    if isinstance(exc, http_exceptions.RequestEntityTooLarge):
+        return _render_error(RequestEntityTooLarge(
+            'The request body is larger than [oslo_middleware] '
+            'max_request_body_size (%d bytes).'
+            % flask.current_app.config['MAX_CONTENT_LENGTH']))
     if isinstance(exc, http_exceptions.BadRequest):
         return _render_error(BadRequest(exc.description or ''))
     return exc

@@ -37,7 +37,7 @@ def json_body(schema: dict[str, Any]) -> Any:
     UTF-16 surrogates) is refused, as are documents nested deeper than
     any request body of the API can be.
     """
-    raw = flask.request.get_data(cache=True)
+    raw = _body_bytes()
     try:
         data = json.loads(raw, parse_constant=_not_a_json_number,
                           parse_float=_finite_float)
@@ -48,6 +48,21 @@ def json_body(schema: dict[str, Any]) -> Any:
     _check_document(data)
     validate(data, schema)
     return data
+
+
+def _body_bytes() -> bytes:
+    """The request body, within [oslo_middleware] max_request_body_size
+    (Flask's MAX_CONTENT_LENGTH): Werkzeug stops a body of unannounced
+    length (chunked) at the limit and refuses only a read past it, so
+    one more is asked for (RequestEntityTooLarge, even at the end of a
+    body of exactly the limit: such a body must stay below it)."""
+    request = flask.request
+    raw = request.get_data(cache=True)
+    limit = request.max_content_length
+    if (request.content_length is None and limit is not None
+            and len(raw) >= limit):
+        request.stream.read(1)
+    return raw
 
 
 def _not_a_json_number(name):
