@@ -18,6 +18,9 @@ BODY_PREFIX = 'JSON does not validate'
 QUERY_PREFIX = 'Invalid query string parameters'
 
 _VALIDATORS: dict[tuple[int, int], Any] = {}
+# A message quotes at most this much of the client's value (jsonschema
+# quotes it whole, twice).
+MAX_QUOTED = 128
 
 
 @BODY_FORMATS.checks('uuid')
@@ -33,7 +36,28 @@ def check(data: Any, schema: dict[str, Any], prefix: str = BODY_PREFIX,
     error = jsonschema.exceptions.best_match(
         _validator(schema, formats).iter_errors(data))
     if error is not None:
+        _shorten(error)
         raise exception.BadInput('%s: %s' % (prefix, error))
+
+
+class _Quoted:
+    """What a shortened value prints as (pformat uses its repr)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _shorten(error: jsonschema.exceptions.ValidationError) -> None:
+    """Make ``error`` quote only the start of a long value."""
+    text = repr(error.instance)
+    if len(text) <= MAX_QUOTED:
+        return
+    short = text[:MAX_QUOTED] + '...'
+    error.message = error.message.replace(text, short)
+    error.instance = _Quoted(short)
 
 
 def check_query(pairs: Iterable[tuple[str, str]],

@@ -88,3 +88,13 @@ def test_the_default_takes_a_move_of_a_thousand_consumers(api):
     size = len(json.dumps(body))
     assert size < placement_conf.MAX_REQUEST_BODY_SIZE / 2
     assert api.post('/allocations', json=body).status_code == 204
+
+
+def test_an_error_quotes_no_more_than_a_prefix_of_a_long_value(api):
+    name = 'x' * 1_000_000
+    response = api.post('/resource_providers', json={'name': name})
+    assert response.status_code == 400
+    detail = response.json['errors'][0]['detail']
+    assert detail.startswith('The server could not comply')
+    assert "'xxxxxxxx" in detail and '... is too long' in detail
+    assert len(response.data) < 1000

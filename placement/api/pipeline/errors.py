@@ -32,6 +32,11 @@ PROVIDER_IN_USE = 'placement.resource_provider.inuse'
 PROVIDER_CANNOT_DELETE_PARENT = (
     'placement.resource_provider.cannot_delete_parent')
 RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
+# An error's detail is cut after this many characters: it may quote what
+# the client sent (a schema error quotes the value, twice), and a client
+# that sent a megabyte must not get two back.
+MAX_DETAIL = 4096
+_CUT = ' [...]'
 
 
 class PlacementHTTPError(Exception):
@@ -42,6 +47,8 @@ class PlacementHTTPError(Exception):
 
     def __init__(self, detail: str = '', code: str | None = None,
                  headers: dict[str, str] | None = None) -> None:
+        if len(detail) > MAX_DETAIL:
+            detail = detail[:MAX_DETAIL - len(_CUT)] + _CUT
         super().__init__(detail)
         self.detail = detail
         self.code = code
