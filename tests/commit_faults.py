@@ -5,8 +5,10 @@ worst moment, after the server committed and before the client heard so.
 ``CommitFaultProxy(host, port)`` listens on 127.0.0.1 (``.port``). After
 ``stall_commits(seconds)``, the first answer that follows a client's
 COMMIT on each connection is held back that long; after
-``drop_commits()``, the connection is closed instead of answering.
-Importable from any test module: tests/ is on sys.path.
+``drop_commits()``, the connection is closed instead of answering;
+after ``stall_statements(text, seconds)``, the answer to any statement
+containing ``text`` is held back. Importable from any test module:
+tests/ is on sys.path.
 """
 import socket
 import threading
@@ -15,6 +17,12 @@ import time
 _CHUNK = 65536
 # The answer to a COMMIT is dropped: the connection closes instead.
 DROP = -1.0
+
+
+def _is_commit(data):
+    """The statement COMMIT (not READ COMMITTED): MySQL's packet ends
+    with it, PostgreSQL's with it and a NUL."""
+    return data.rstrip(b'\x00').upper().endswith(b'COMMIT')
 
 
 class CommitFaultProxy:
@@ -28,10 +36,13 @@ class CommitFaultProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stall_commits(self, seconds):
-        self._fault = seconds
+        self._fault = (_is_commit, seconds)
 
     def drop_commits(self):
-        self._fault = DROP
+        self._fault = (_is_commit, DROP)
+
+    def stall_statements(self, text, seconds):
+        self._fault = (lambda data: text in data, seconds)
 
     def close(self):
         self._closed = True
@@ -56,17 +67,15 @@ class CommitFaultProxy:
                 data = source.recv(_CHUNK)
                 if not data:
                     break
+                fault = self._fault
                 if from_client:
-                    # The statement COMMIT (not READ COMMITTED): MySQL's
-                    # packet ends with it, PostgreSQL's with it and a NUL.
-                    if self._fault is not None and data.rstrip(
-                            b'\x00').upper().endswith(b'COMMIT'):
+                    if fault is not None and fault[0](data):
                         committing.set()
                 elif committing.is_set():
                     committing.clear()
-                    if self._fault == DROP:
+                    if fault[1] == DROP:
                         break
-                    time.sleep(self._fault)
+                    time.sleep(fault[1])
                 sink.sendall(data)
         except OSError:
             pass

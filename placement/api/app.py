@@ -33,6 +33,7 @@ from placement.api.pipeline.wsgi_types import WSGIEnvironment
 from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import session
+from placement.db import watchdog
 
 
 def create_app(conf: cfg.ConfigOpts,
@@ -80,8 +81,10 @@ def _flask_app(conf, engine):
     for blueprint in routes.BLUEPRINTS:
         app.register_blueprint(blueprint)
     _add_database(app, conf, engine)
+    app.before_request(_start_deadline)
     app.before_request(_before_request)
     app.after_request(_after_request)
+    app.teardown_request(_end_deadline)
     errors.register(app)
     return app
 
@@ -102,6 +105,20 @@ def _add_database(app, conf, engine):
         PLACEMENT_DATABASE=session.Database(
             engine, replica, sync_standard=True,
             on_read=metrics.database_read))
+
+
+def _start_deadline():
+    """The request's database work, all of it, has [placement_database]
+    transaction_timeout to finish (placement.db.watchdog)."""
+    flask.g.deadline = watchdog.begin_deadline(
+        flask.current_app.config['PLACEMENT_CONF']
+        .placement_database.transaction_timeout)
+
+
+def _end_deadline(_exc):
+    token = flask.g.pop('deadline', None)
+    if token is not None:
+        watchdog.end_deadline(token)
 
 
 def _before_request():

@@ -21,6 +21,7 @@ import contextvars
 import heapq
 import itertools
 import logging
+import math
 import os
 import socket
 import threading
@@ -40,6 +41,8 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     'placement_db_deadline', default=None)
 # Where a checked-out connection's watch is kept (its pool record's info).
 _TOKEN = 'placement_watchdog_token'
+# libpq's shortest connect timeout (the MySQL drivers take any).
+_MIN_CONNECT_TIMEOUT = 2
 # Marks a connection made for this checkout: it needs no ping.
 _FRESH = 'placement_watchdog_fresh'
 # {engine: its timeout} of the engines watched.
@@ -61,6 +64,18 @@ def deadline(seconds: float) -> Iterator[float]:
         yield until
     finally:
         _DEADLINE.reset(token)
+
+
+def begin_deadline(seconds: float) -> contextvars.Token[float | None]:
+    """Set the deadline ``seconds`` from now for what follows in this
+    context (a whole request: its reads and writes share it), until
+    ``end_deadline`` is given the token; 0: none."""
+    return _DEADLINE.set(time.monotonic() + seconds if seconds > 0
+                         else None)
+
+
+def end_deadline(token: contextvars.Token[float | None]) -> None:
+    _DEADLINE.reset(token)
 
 
 def timeout_of(engine: sa.Engine) -> float:
@@ -155,12 +170,7 @@ def watch(engine: sa.Engine, timeout: float, fileno: Any) -> None:
     never runs out of attempts."""
     _TIMEOUTS[engine] = timeout
 
-    @event.listens_for(engine, 'connect')
-    def _connected(_dbapi_connection, record):
-        record.info[_FRESH] = True
-
-    @event.listens_for(engine, 'checkout')
-    def _checked_out(dbapi_connection, record, _proxy):
+    def arm(dbapi_connection, record):
         until = _DEADLINE.get()
         if until is None:
             until = (time.monotonic() + timeout if timeout > 0
@@ -168,8 +178,35 @@ def watch(engine: sa.Engine, timeout: float, fileno: Any) -> None:
         number = fileno(dbapi_connection)
         if number is not None and until != float('inf'):
             record.info[_TOKEN] = WATCHDOG.arm(number, until)
+
+    @event.listens_for(engine, 'do_connect')
+    def _connecting(dialect, _record, _cargs, cparams):
+        # No socket to watch yet: a connection attempt is bounded by what
+        # is left of the deadline instead, and none starts once it passed.
+        left = remaining()
+        if left <= 0:
+            raise dialect.loaded_dbapi.OperationalError(
+                'no time left to connect to the database')
+        if left != float('inf'):
+            cparams['connect_timeout'] = max(
+                _MIN_CONNECT_TIMEOUT,
+                min(int(cparams.get('connect_timeout') or left),
+                    math.ceil(left)))
+
+    # First of the connect listeners: what the dialect and the backend
+    # run on a new connection (its first queries, session settings) is
+    # watched too.
+    @event.listens_for(engine, 'connect', insert=True)
+    def _connected(dbapi_connection, record):
+        record.info[_FRESH] = True
+        arm(dbapi_connection, record)
+
+    @event.listens_for(engine, 'checkout')
+    def _checked_out(dbapi_connection, record, _proxy):
         if record.info.pop(_FRESH, False):
+            # Watched since it connected, for the same deadline.
             return
+        arm(dbapi_connection, record)
         try:
             alive = engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:  # noqa: BLE001 (any failure: replace it)

@@ -131,3 +131,16 @@ def test_a_commit_left_unanswered_is_not_retried_and_says_so(
     assert allocations['consumer_generation'] == 1
     usages = api.get('/resource_providers/%s/usages' % provider_uuid).json
     assert usages['usages'] == {'VCPU': 1}
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+def test_the_session_set_up_of_a_new_connection_is_bounded_too(
+        backend, commit_faults_api):
+    """What a new connection runs before its first use (the backend's
+    session settings) is watched with the request's deadline."""
+    faulty_api, proxy = commit_faults_api
+    proxy.stall_statements(b'SET', 4 * TIMEOUT)
+    started = time.monotonic()
+    response = faulty_api.get('/resource_providers')
+    assert response.status_code == 503, response.json
+    assert time.monotonic() - started < TIMEOUT + SLACK

@@ -79,8 +79,10 @@ class Backend:
             value = getattr(opts, option, None)
             if value is not None:
                 kwargs[kwarg] = value
-        if 'connect_timeout' not in url.query:
-            kwargs['connect_args'] = {'connect_timeout': _CONNECT_TIMEOUT}
+        connect_args = self.connect_args(
+            url, getattr(opts, 'transaction_timeout', 0))
+        if connect_args:
+            kwargs['connect_args'] = connect_args
         engine = sa.create_engine(url, **kwargs)
         watchdog.watch(engine, getattr(opts, 'transaction_timeout', 0),
                        self.socket_fileno)
@@ -96,6 +98,14 @@ class Backend:
 
         self.set_up(engine, opts)
         return engine
+
+    def connect_args(self, url: sa.engine.URL,
+                     transaction_timeout: float) -> dict[str, Any]:
+        """The driver's connection arguments: a connect timeout, unless
+        the URL sets one."""
+        if 'connect_timeout' in url.query:
+            return {}
+        return {'connect_timeout': _CONNECT_TIMEOUT}
 
     def socket_fileno(self, dbapi_connection: Any) -> int | None:
         """The file descriptor of the driver connection's socket (the

@@ -19,6 +19,7 @@ shorter; for the members of those trees, a third of the time.
 import contextlib
 import json
 import logging
+import math
 import time
 from typing import Any
 from typing import Iterator
@@ -117,6 +118,19 @@ class MySQL(base.Backend):
                      getattr(opts, 'mysql_wsrep_sync_wait', None))
         if self.packs(engine.dialect):
             _raise_group_concat_max_len(engine)
+
+    def connect_args(self, url: sa.engine.URL,
+                     transaction_timeout: float) -> dict[str, Any]:
+        """Also read and write timeouts of the transaction timeout: the
+        drivers run statements of their own while they connect (SET
+        NAMES, autocommit), before the watchdog can watch the socket."""
+        args = super().connect_args(url, transaction_timeout)
+        if transaction_timeout > 0:
+            seconds = max(1, math.ceil(transaction_timeout))
+            for name in ('read_timeout', 'write_timeout'):
+                if name not in url.query:
+                    args[name] = seconds
+        return args
 
     def socket_fileno(self, dbapi_connection: Any) -> int | None:
         """mysqlclient's fileno(); PyMySQL keeps its socket as _sock."""
