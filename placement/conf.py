@@ -183,13 +183,13 @@ database_opts = [
                help='Seconds to wait for a free pooled connection.'),
     cfg.FloatOpt(
         'transaction_timeout', default=10.0, min=0,
-        help='Seconds one read or write of a request (a transaction, its '
-             'retries included) may wait on a MySQL or PostgreSQL server. '
-             'Past that, the connection is cut and the request answered '
-             '503, so that a frozen or cut-off database server cannot hang '
-             'requests; the pool then replaces its connections to that '
-             'server. 0: wait forever (upstream\'s behaviour). Not '
-             'upstream\'s option.'),
+        help='Seconds the database work of one request (all its reads '
+             'and writes, retries and connection attempts included) may '
+             'take on a MySQL or PostgreSQL server. Past that, the '
+             'connection is cut and the request answered 503, so that a '
+             'frozen or cut-off database server cannot hang requests; the '
+             'pool then replaces its connections to that server. 0: wait '
+             'forever (upstream\'s behaviour). Not upstream\'s option.'),
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Apply database schema migrations when the web '
                      'service starts.'),

@@ -9,8 +9,9 @@ in one transaction on the primary, which on SQLite first queues for the
 write lock, and re-runs it from the start on transient errors, but never
 when the connection broke during COMMIT: the write may be stored, and
 CommitOutcomeUnknown says so. Each read or write, all its attempts
-together, has the engine's transaction_timeout to finish
-(placement.db.watchdog cuts a connection held longer). Only this module
+together, has the engine's transaction_timeout to finish, or less if an
+enclosing deadline (a request's) is sooner: placement.db.watchdog cuts a
+connection held longer. Only this module
 begins transactions (tests/unit/test_unit_of_work.py keeps it so).
 """
 from collections.abc import Callable
