@@ -588,14 +588,8 @@ def _consumer_generations(
                             % (consumer, _fmt_ids(ids)), ids))
                     creation, seen = op, {}
                 elif op.outcome == 'ok' and generation is not None:
-                    if generation in seen:
-                        ids = [seen[generation].id, op.id]
-                        violations.append(Violation(
-                            'repeated-generation',
-                            'consumer %s: ok %s both sent generation %d'
-                            % (consumer, _fmt_ids(ids), generation), ids))
-                    else:
-                        seen[generation] = op
+                    violations += _reused(seen, generation, op,
+                                          'consumer ' + consumer)
                 elif generation is None and emptied:
                     seen = {}   # it may have created the consumer anew
             state = op.state(consumer)
@@ -605,6 +599,19 @@ def _consumer_generations(
                 elif op.outcome == 'ok':
                     emptied = False
     return violations
+
+
+def _reused(seen: dict[int, Op], generation: int, op: Op,
+            subject: str) -> list[Violation]:
+    """A repeated-generation violation if an ok op in ``seen`` sent
+    ``generation`` before ``op`` did; else ``op`` is remembered."""
+    if generation in seen:
+        ids = [seen[generation].id, op.id]
+        return [Violation('repeated-generation', '%s: ok %s both sent '
+                          'generation %d' % (subject, _fmt_ids(ids),
+                                             generation), ids)]
+    seen[generation] = op
+    return []
 
 
 def _provider_generations(run: Run) -> list[Violation]:
@@ -622,14 +629,7 @@ def _provider_generations(run: Run) -> list[Violation]:
             sent, new = op.provider_generation, op.new_provider_generation
             if sent is None:
                 continue
-            if sent in seen:
-                ids = [seen[sent].id, op.id]
-                violations.append(Violation(
-                    'repeated-generation',
-                    'provider %s: ok %s both sent generation %d'
-                    % (rp, _fmt_ids(ids), sent), ids))
-            else:
-                seen[sent] = op
+            violations += _reused(seen, sent, op, 'provider ' + rp)
             if new is not None and new != sent + 1:
                 violations.append(Violation(
                     'generation-skip',
