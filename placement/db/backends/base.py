@@ -79,13 +79,12 @@ class Backend:
             value = getattr(opts, option, None)
             if value is not None:
                 kwargs[kwarg] = value
-        connect_args = self.connect_args(
-            url, getattr(opts, 'transaction_timeout', 0))
+        timeout = getattr(opts, 'transaction_timeout', 0)
+        connect_args = self.connect_args(url, timeout)
         if connect_args:
             kwargs['connect_args'] = connect_args
         engine = sa.create_engine(url, **kwargs)
-        watchdog.watch(engine, getattr(opts, 'transaction_timeout', 0),
-                       self.socket_fileno)
+        watchdog.watch(engine, timeout, self.socket_fileno)
 
         @event.listens_for(engine, 'handle_error')
         def _discard_lost(context):
