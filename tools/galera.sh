@@ -272,13 +272,7 @@ server_pid() {
 }
 
 stop_server() {
-    local name=$1 pid
-    if pid=$(server_pid "$name"); then
-        say "stopping $name (pid $pid)"
-        stop_pid "$pid" "$name"
-    fi
-    rm -f "$(server_pidfile "$name")"
-    [ -n "$pid" ]
+    stop_by_pidfile "$1"
 }
 
 # --- MariaDB ---------------------------------------------------------------

@@ -269,12 +269,7 @@ stop_server() {
             return
             ;;
     esac
-    if pid=$(server_pid "$name"); then
-        say "stopping $name (pid $pid)"
-        stop_pid "$pid" "$name"
-    fi
-    rm -f "$(server_pidfile "$name")"
-    [ -n "$pid" ]
+    stop_by_pidfile "$name"
 }
 
 # --- Queries ---------------------------------------------------------------

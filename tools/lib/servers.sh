@@ -61,6 +61,11 @@
 #   launched NAME             NAME is in LAUNCHED
 #   wait_for WHAT COMMAND...  run COMMAND until it succeeds; die when
 #                             DEADLINE passes or a launched server exited
+#   stop_by_pidfile NAME      stop server NAME if it runs (server_pid),
+#                             remove its pidfile (server_pidfile: the
+#                             script defines it for this one); return 1 if
+#                             it was not running (a stop_server for a
+#                             server stopped by its pid alone)
 #   stop_all                  stop_server each of STOP_ORDER; remove
 #                             DIR/env; say so if nothing was running
 #   run_logged LOG WHAT COMMAND...  COMMAND's output to LOG; on failure
@@ -311,6 +316,16 @@ wait_for() {
         done
         sleep "$WAIT_INTERVAL"
     done
+}
+
+stop_by_pidfile() {
+    local name=$1 pid
+    if pid=$(server_pid "$name"); then
+        say "stopping $name (pid $pid)"
+        stop_pid "$pid" "$name"
+    fi
+    rm -f "$(server_pidfile "$name")"
+    [ -n "$pid" ]
 }
 
 stop_all() {
