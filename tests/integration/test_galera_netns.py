@@ -314,7 +314,11 @@ def test_killed_node_rejoins_with_start_node(fault_galera, table,  # noqa
     other = nodes[2]
     _insert(other, 'before')
     fault_galera.kill(n)
-    assert fault_galera.pids(n) == []
+    # SIGKILLed processes leave the namespace once the kernel has reaped
+    # them, a moment later.
+    private_servers.poll(
+        lambda: fault_galera.pids(n) == [], 5,
+        lambda: 'node %d still has processes: %s' % (n, fault_galera.pids(n)))
     # The other two go on as a cluster of 2.
     fault_galera.wait_for_state(2, (2, 'Synced', 'Primary'), EVICTED_WITHIN)
     _insert(other, 'while down')
