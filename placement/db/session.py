@@ -158,13 +158,17 @@ class Database:
 
 
 def _commit(transaction: sa.engine.Transaction) -> None:
-    """Commit; a connection lost meanwhile leaves the outcome unknown."""
+    """Commit. Only a collision with other writers (a deadlock, Galera's
+    certification failure, a serialization failure, SQLite busy) tells
+    that the transaction was rolled back and may be run again; any other
+    failure of the COMMIT (a lost connection, a Galera node that left
+    its cluster as it replicated: 1180) leaves the outcome unknown."""
     try:
         transaction.commit()
     except sa_exc.DBAPIError as exc:
-        if db_engine.is_lost_connection(exc):
-            raise exception.CommitOutcomeUnknown() from exc
-        raise
+        if db_engine.is_conflict(exc):
+            raise
+        raise exception.CommitOutcomeUnknown() from exc
 
 
 def open_replica(conf: cfg.ConfigOpts, primary: sa.engine.Engine,

@@ -10,7 +10,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from placement import exception
 from placement.db import engine as db_engine
+from placement.db import session
 from placement.db.backends import mysql
 
 
@@ -194,6 +196,40 @@ def test_transient(orig):
 ], ids=str)
 def test_not_transient(exc):
     assert not db_engine.is_transient(exc)
+
+
+class _FailingCommit:
+    def __init__(self, exc):
+        self.exc = exc
+
+    def commit(self):
+        raise self.exc
+
+
+@pytest.mark.parametrize('orig', [
+    pymysql.err.OperationalError(1213, 'WSREP detected deadlock/conflict '
+                                       'and aborted the transaction.'),
+    _pg_error('40001'),
+    sqlite3.OperationalError('database is locked'),
+], ids=str)
+def test_a_commit_refused_for_a_collision_may_be_run_again(orig):
+    exc = _wrap(orig, statement='COMMIT')
+    with pytest.raises(sa_exc.OperationalError):
+        session._commit(_FailingCommit(exc))
+
+
+@pytest.mark.parametrize('orig', [
+    pymysql.err.OperationalError(2013, 'Lost connection to MySQL server'),
+    # A Galera node that left the primary component as it replicated.
+    pymysql.err.OperationalError(
+        1180, 'Error while appending streaming replication fragment'
+              '(provider status: Not connected to Primary Component)'),
+    _pg_error('57P01'),
+], ids=str)
+def test_any_other_failed_commit_has_an_unknown_outcome(orig):
+    exc = _wrap(orig, statement='COMMIT')
+    with pytest.raises(exception.CommitOutcomeUnknown):
+        session._commit(_FailingCommit(exc))
 
 
 def _raised_while_handling(first, second):
