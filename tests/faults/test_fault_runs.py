@@ -74,12 +74,27 @@ def test_fault_run(topology, tmp_path):
     result = subprocess.run(command, capture_output=True, text=True,
                             timeout=RUN_TIMEOUT, check=False)
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-6000:]
+    assert result.returncode == 0, _server_errors(out) + output[-6000:]
     faults = [json.loads(line)
               for line in (out / 'faults.jsonl').read_text().splitlines()]
     assert sorted(fault['fault'] for fault in faults) == [
         'api-kill', 'freeze', 'kill', 'partition'], output[-3000:]
     assert all(fault['recovered'] is not None for fault in faults), faults
-    assert 'no violations' in result.stdout, output[-6000:]
+    assert 'no violations' in result.stdout, (
+        _server_errors(out) + output[-6000:])
     history = (out / 'history.jsonl').read_text().splitlines()
     assert sum(json.loads(line)['outcome'] == 'ok' for line in history) > 50
+
+
+def _server_errors(out, limit=4000):
+    """The API servers' unexpected errors and their tracebacks, from the
+    logs the run keeps: the report names a 500, the log says why."""
+    excerpts = []
+    for path in sorted((out / 'logs').glob('api*.log')):
+        lines = path.read_text(errors='replace').splitlines()
+        for index, line in enumerate(lines):
+            if 'Unexpected error' in line:
+                excerpts.append('%s: %s' % (path.name, '\n'.join(
+                    lines[index:index + 40])))
+    text = '\n'.join(excerpts)
+    return (text[:limit] + '\n...\n') if text else ''
