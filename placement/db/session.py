@@ -15,6 +15,8 @@ connection held longer. Only this module
 begins transactions (tests/unit/test_unit_of_work.py keeps it so).
 """
 from collections.abc import Callable
+from collections.abc import Iterator
+import contextlib
 import threading
 from typing import Any
 from typing import TypeVar
@@ -72,12 +74,12 @@ class Database:
             replica = self.replica
             if replica_ok and replica is not None and replica.usable():
                 try:
-                    with replica.engine.connect() as connection:
+                    with _connected(replica.engine) as connection:
                         return self._counted(REPLICA, fn, connection, *args,
                                              **kwargs)
                 except sa_exc.SQLAlchemyError as exc:
                     replica.failed(exc)
-            with self.engine.connect() as connection:
+            with _connected(self.engine) as connection:
                 return self._counted(PRIMARY, fn, connection, *args,
                                      **kwargs)
         with watchdog.deadline(watchdog.timeout_of(self.engine)):
@@ -131,8 +133,8 @@ class Database:
         transaction waits for the write lock first, so that concurrent
         writers (threads or processes) queue instead of failing."""
         def attempt() -> T:
-            with self.engine.connect() as connection, \
-                    connection.begin() as transaction:
+            with _connected(self.engine) as connection:
+                transaction = connection.begin()
                 db_engine.claim_write_lock(connection)
                 result = fn(connection, *args)
                 _commit(transaction)
@@ -155,6 +157,28 @@ class Database:
     def _answered(self, server: str) -> None:
         if self._on_read is not None:
             self._on_read(server)
+
+
+@contextlib.contextmanager
+def _connected(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection of ``engine``, closed afterwards, which rolls back
+    what it left uncommitted. When the block failed, its error is the one
+    raised: a connection the watchdog cut at the deadline cannot roll
+    back, and its error would hide why the block ended (the server rolls
+    a lost session back itself); such a connection is discarded."""
+    connection = engine.connect()
+    try:
+        yield connection
+    except BaseException:
+        try:
+            connection.close()
+        except sa_exc.DBAPIError:
+            # A lost connection was invalidated as it failed.
+            if not connection.invalidated:
+                with contextlib.suppress(sa_exc.SQLAlchemyError):
+                    connection.invalidate()
+        raise
+    connection.close()
 
 
 def _commit(transaction: sa.engine.Transaction) -> None:
