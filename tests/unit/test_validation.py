@@ -26,3 +26,29 @@ def test_a_short_value_is_quoted_whole():
                              'name': {'type': 'string', 'maxLength': 10}}})
     assert str(caught.value).startswith(
         "JSON does not validate: 'abcdefghijkl' is too long")
+
+
+def test_a_body_of_countless_errors_is_refused_after_weighing_a_few(
+        monkeypatch):
+    """A million wrong items make a million errors: only the first
+    MAX_WEIGHED are made and weighed."""
+    made = []
+    real = validation._validator
+
+    class Counting:
+        def __init__(self, validator):
+            self.validator = validator
+
+        def iter_errors(self, data):
+            for error in self.validator.iter_errors(data):
+                made.append(error)
+                yield error
+
+    monkeypatch.setattr(validation, '_validator',
+                        lambda *args: Counting(real(*args)))
+    schema = {'type': 'object', 'properties': {
+        'traits': {'type': 'array', 'items': {'type': 'string'}}}}
+    with pytest.raises(exception.BadInput) as caught:
+        validation.check({'traits': [1] * 1000000}, schema)
+    assert "1 is not of type 'string'" in str(caught.value)
+    assert len(made) == validation.MAX_WEIGHED
