@@ -46,8 +46,11 @@ class GunicornServer:
 
     def __init__(self, gunicorn, app, workdir, port=None, env=None,
                  ready_path='/', workers=1, threads=1, host='127.0.0.1',
-                 command_prefix=()):
+                 command_prefix=(), config_file=None):
         self.gunicorn = gunicorn
+        # A gunicorn configuration (the shipped one): it names the
+        # application and sets the workers (``workers`` must say how many).
+        self.config_file = config_file
         self.workers = workers
         self.threads = threads
         self.app = app
@@ -69,8 +72,15 @@ class GunicornServer:
     def start(self):
         command = self.command_prefix + [
             str(self.gunicorn), '--bind', '%s:%d' % (self.host, self.port),
-            '--workers', str(self.workers), '--threads', str(self.threads),
-            '--timeout', '120', '--chdir', str(self.workdir), self.app]
+            '--chdir', str(self.workdir)]
+        if self.config_file:
+            # Its raw_env names /etc/placement: --env wins.
+            command += ['--config', str(self.config_file)] + [
+                '--env=%s=%s' % item for item in sorted(self.env.items())
+                if item[0] == 'OS_PLACEMENT_CONFIG_DIR']
+        else:
+            command += ['--workers', str(self.workers), '--threads',
+                        str(self.threads), '--timeout', '120', self.app]
         # The log is appended to across restarts: this start's lines follow.
         log_start = (self.log_path.stat().st_size
                      if self.log_path.exists() else 0)
