@@ -89,6 +89,16 @@ placement_opts = [
         help='Upper bound on the allocation candidates generated for one '
              'request, to cap memory and time; -1 means no bound. The '
              'request limit parameter only applies after generation.'),
+    cfg.IntOpt(
+        'max_returned_allocation_candidates',
+        default=100000, min=0,
+        help='The most allocation candidates one GET '
+             '/allocation_candidates answer may hold. A request whose '
+             'answer would hold more (no limit, or a larger one) is '
+             'refused with 400 instead of taking a worker\'s memory and '
+             'time without bound; asking with a limit up to this never '
+             'is. 0: no bound (upstream\'s behaviour). Not upstream\'s '
+             'option.'),
     cfg.StrOpt(
         'allocation_candidates_generation_strategy',
         default='depth-first',

@@ -7,6 +7,9 @@ QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
 QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 # Not upstream's: the database connection broke during COMMIT.
 COMMIT_OUTCOME_UNKNOWN = 'placement.commit_outcome_unknown'
+# Not upstream's: a request ran out of time, or would answer too much.
+DEADLINE_EXCEEDED = 'placement.deadline_exceeded'
+TOO_MANY_CANDIDATES = 'placement.query.too_many_candidates'
 
 
 class PlacementError(Exception):
@@ -65,3 +68,28 @@ class CommitOutcomeUnknown(PlacementError):
             'committed: it may or may not have been stored. Read the '
             'consumer or resource provider again (with its generation) '
             'before retrying.', code=COMMIT_OUTCOME_UNKNOWN)
+
+
+class DeadlineExceeded(PlacementError):
+    """The request's work went on past its deadline ([placement_database]
+    transaction_timeout) and was stopped, in Python or by the database
+    server, so that no request holds a worker without bound (503)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'The request was stopped: it took longer than its deadline '
+            '([placement_database] transaction_timeout). Ask for less (a '
+            'limit, fewer groups) or retry later.', code=DEADLINE_EXCEEDED)
+
+
+class TooManyCandidates(BadInput):
+    """An allocation candidates answer would hold more candidates than
+    one answer may ([placement] max_returned_allocation_candidates) (400).
+    """
+
+    def __init__(self, most: int) -> None:
+        super().__init__(
+            'The answer would hold more than %(most)d allocation '
+            'candidates, the most one answer holds ([placement] '
+            'max_returned_allocation_candidates). Ask with limit=%(most)d '
+            'or less.' % {'most': most}, code=TOO_MANY_CANDIDATES)

@@ -42,7 +42,9 @@ def create_app(conf: cfg.ConfigOpts,
     if engine is None:
         engine = db_engine.create_engine(conf)
         if conf.placement_database.sync_on_startup:
-            migration.upgrade(engine)
+            # As placement-manage db sync: a migration takes its time.
+            with db_engine.unbounded(conf, engine) as migrating:
+                migration.upgrade(migrating)
     app = _flask_app(conf, engine)
     wsgi = auth.wrap(app, conf)
     wsgi = requestlog.RequestLog(wsgi)

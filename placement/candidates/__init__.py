@@ -18,6 +18,7 @@
 ``explain`` says why a request finds nothing, with the same data and
 engine. ``matching_providers`` serves GET /resource_providers' filters.
 """
+import collections
 import contextlib
 import dataclasses
 import gc
@@ -27,6 +28,7 @@ from typing import Iterator
 
 import sqlalchemy as sa
 
+from placement import exception
 from placement.candidates import engine
 from placement.candidates import loading
 from placement.candidates import names as naming
@@ -35,6 +37,7 @@ from placement.candidates import sql
 from placement.candidates import summaries
 from placement.candidates.settings import Settings  # noqa: F401
 from placement.candidates.summaries import Result  # noqa: F401
+from placement.db import watchdog
 
 
 def find(conn: sa.Connection, request: request_model.Request,
@@ -95,16 +98,52 @@ def _find(conn, request, settings):
     if settings.max_candidates >= 0:
         # Upstream stops after adding a candidate, so 0 still gives one.
         stream = itertools.islice(stream, max(settings.max_candidates, 1))
+    stream = _bounded(stream, request, settings)
     if request.nested:
         chosen = _select(stream, request, settings, planned)
         return summaries.result(conn, request, planned.plan, names, chosen)
     # Before 1.29 upstream summarises the providers of every candidate
-    # it generated, in the trees of those it returns.
-    generated = list(stream)
-    plan = planned.plan
-    chosen = _select(iter(generated), request, settings, planned)
-    used = plan.providers_used(c for _anchor, c in generated)
-    return summaries.result(conn, request, plan, names, chosen, used)
+    # it generated, in the trees of those it returns: they are noted as
+    # they pass, and those not chosen are generated too.
+    used: set[int] = set()
+    stream = _noting_used(stream, planned, used)
+    chosen = _select(stream, request, settings, planned)
+    collections.deque(stream, maxlen=0)
+    return summaries.result(conn, request, planned.plan, names, chosen,
+                            used)
+
+
+# Candidates generated between two looks at the request's deadline.
+_DEADLINE_EVERY = 1024
+
+
+def _bounded(stream, request, settings):
+    """``stream``, stopped by the request's deadline; and refused
+    (exception.TooManyCandidates) at the first candidate beyond
+    ``settings.max_returned`` when the answer could hold them all: no
+    limit, or a larger one."""
+    most = settings.max_returned
+    if most <= 0 or (request.limit is not None and request.limit <= most):
+        most = None
+    for count, item in enumerate(stream, 1):
+        if not count % _DEADLINE_EVERY:
+            watchdog.check()
+        if most is not None and count > most:
+            raise exception.TooManyCandidates(most)
+        yield item
+
+
+def _noting_used(stream, planned, used):
+    """``stream``, adding the providers each candidate takes resources
+    from to ``used``."""
+    giving = None
+    for item in stream:
+        if giving is None:
+            # The plan exists once the stream made a candidate.
+            giving = planned.plan.giving_levels()
+        candidate = item[1]
+        used.update(candidate[level] for level in giving)
+        yield item
 
 
 def _select(stream, request, settings, planned):

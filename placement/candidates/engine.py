@@ -26,6 +26,10 @@ from typing import Sequence
 from placement.candidates import narrowing as planner
 from placement.candidates import sql
 from placement.db import inventory as inventory_db
+from placement.db import watchdog
+
+# Steps of a walk between two looks at the request's deadline.
+_DEADLINE_EVERY = 4096
 
 _NONE: frozenset[int] = frozenset()
 
@@ -549,9 +553,14 @@ class Plan:
         """The providers the candidates (providers per slot) take
         resources from.
         """
-        giving = [level for level, amounts in enumerate(self.slot_amounts)
-                  if amounts]
+        giving = self.giving_levels()
         return {chosen[level] for chosen in candidates for level in giving}
+
+    def giving_levels(self) -> list[int]:
+        """The slots whose providers give resources (a resourceless
+        group's do not)."""
+        return [level for level, amounts in enumerate(self.slot_amounts)
+                if amounts]
 
 
 class _Walk:
@@ -637,7 +646,12 @@ class _Walk:
         chosen = [None] * len(options)
         following = [0] * len(options)
         position = 0
+        tried = 0
         while position >= 0:
+            # A walk may try a great many dead ends between candidates.
+            tried += 1
+            if not tried % _DEADLINE_EVERY:
+                watchdog.check()
             consumes, isolated, checks = steps[position]
             index = following[position]
             if index == len(options[position]):

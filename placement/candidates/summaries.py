@@ -3,11 +3,15 @@ the summaries of the providers of their trees, in the response's terms:
 uuids and class names.
 """
 import collections
+import collections.abc
 import dataclasses
 import itertools
 import random
 import sys
+from typing import Any
+from typing import Callable
 from typing import Iterable
+from typing import Sequence
 
 import sqlalchemy as sa
 
@@ -27,9 +31,34 @@ Summary.__doc__ = ('A provider of a candidate\'s tree: {class: {"capacity": '
                    'c, "used": u}}, trait names, parent and root uuids.')
 
 
+class Shaped(collections.abc.Sequence):
+    """The chosen candidates, each shaped into a Candidate only when it
+    is read: an answer of many candidates is encoded as a stream, and the
+    shaped ones are dropped as it goes."""
+
+    def __init__(self, chosen: list[tuple[int, tuple[int, ...]]],
+                 shape: Callable[[Sequence[int]], tuple[Any, Any]]) -> None:
+        self._chosen = chosen
+        self._shape = shape
+
+    def __len__(self) -> int:
+        return len(self._chosen)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [Candidate(*self._shape(providers))
+                    for _anchor, providers in self._chosen[index]]
+        return Candidate(*self._shape(self._chosen[index][1]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, collections.abc.Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+
 @dataclasses.dataclass
 class Result:
-    candidates: list[Candidate]
+    candidates: Sequence[Candidate]
     summaries: dict[str, Summary]
 
 
@@ -89,10 +118,7 @@ def result(conn: sa.Connection, request: model.Request, plan: engine.Plan,
         trees = set()
     uuid = {row[0]: row[1] for row in members}
     class_name = {ident: name for name, ident in names.classes.items()}
-    shape = plan.shaper(uuid, class_name)
-    candidates = [Candidate(*shape(providers))
-                  for _anchor, providers in chosen]
-    return Result(candidates, _summaries(
+    return Result(Shaped(chosen, plan.shaper(uuid, class_name)), _summaries(
         conn, request, universe, summarised, uuid, class_name, trees, shown))
 
 

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        engine = db_engine.create_engine(conf)
+        engine = db_engine.create_engine(conf, bounded=False)
     except db_engine.DatabaseConfigError as exc:
         print('placement-manage: %s' % exc, file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ class Checks(upgradecheck.UpgradeCommands):
         self.conf = conf
 
     def _count(self, query):
-        engine = db_engine.create_engine(self.conf)
+        engine = db_engine.create_engine(self.conf, bounded=False)
         try:
             return session.Database(engine).read(_scalar, query)
         finally:

@@ -5,11 +5,13 @@ connection setup, and deciding whether a failure is worth a retry (transient)
 or should become a 503 (database unreachable).
 """
 
+import contextlib
 import logging
 import random
 import time
 from typing import Any
 from typing import Callable
+from typing import Iterator
 from typing import TypeVar
 
 import sqlalchemy as sa
@@ -37,16 +39,38 @@ def normalize_url(url: str | None) -> sa.engine.URL:
     return _normalize(_parse(url))
 
 
-def create_engine(conf: Any, option: str = 'connection') -> sa.Engine:
+def create_engine(conf: Any, option: str = 'connection',
+                  bounded: bool = True) -> sa.Engine:
     """Build the engine described by ``conf.placement_database``, to the
-    database its ``option`` names (``slave_connection``: the replica)."""
+    database its ``option`` names (``slave_connection``: the replica).
+    ``bounded``: its work is bounded by [placement_database]
+    transaction_timeout, as a request's is; the command-line tools'
+    migrations and audits may run for as long as they need."""
     opts = conf.placement_database
     url = _parse(getattr(opts, option, None), option)
     params = getattr(opts, 'connection_parameters', None)
     if params:
         url = url.update_query_string(params)
     url = _normalize(url)
-    return backends.of(url).create_engine(url, opts)
+    timeout = getattr(opts, 'transaction_timeout', 0) if bounded else 0
+    return backends.of(url).create_engine(url, opts, timeout)
+
+
+@contextlib.contextmanager
+def unbounded(conf: Any, engine: sa.Engine) -> Iterator[sa.Engine]:
+    """An engine like ``engine`` (made by ``create_engine(conf)``) whose
+    work is not bounded by transaction_timeout, for work that takes its
+    time (migrations): a new one, disposed of afterwards; or ``engine``
+    itself where nothing bounds it (SQLite, whose in-memory database no
+    other engine would reach)."""
+    if engine.dialect.name == 'sqlite':
+        yield engine
+        return
+    other = create_engine(conf, bounded=False)
+    try:
+        yield other
+    finally:
+        other.dispose()
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -93,6 +117,12 @@ def _chain(exc):
         seen.add(id(exc))
         yield exc
         exc = exc.__cause__ or exc.__context__
+
+
+def is_statement_timeout(exc: BaseException) -> bool:
+    """True if the server stopped a statement that ran past the
+    request's deadline (its statement timeout)."""
+    return bool(backends.verdict('is_statement_timeout', _dbapi_error(exc)))
 
 
 def is_unstorable_value(exc: BaseException) -> bool:

@@ -34,6 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 
+from placement import exception
+
 LOG = logging.getLogger(__name__)
 
 # The monotonic time by which the current unit of work must be done.
@@ -87,6 +89,15 @@ def remaining() -> float:
     """Seconds left before the current deadline (infinity without one)."""
     until = _DEADLINE.get()
     return float('inf') if until is None else until - time.monotonic()
+
+
+def check() -> None:
+    """Raise exception.DeadlineExceeded once the current deadline has
+    passed: work done in Python (the candidate engine) calls it now and
+    then, as it holds no socket the watchdog could cut."""
+    until = _DEADLINE.get()
+    if until is not None and time.monotonic() > until:
+        raise exception.DeadlineExceeded()
 
 
 class Watchdog:

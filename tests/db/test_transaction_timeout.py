@@ -17,7 +17,9 @@ import pytest
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import engine as db_engine
 from placement.db import tables
+from placement.db import watchdog
 
 from api_cloud import Cloud
 
@@ -144,3 +146,64 @@ def test_the_session_set_up_of_a_new_connection_is_bounded_too(
     response = faulty_api.get('/resource_providers')
     assert response.status_code == 503, response.json
     assert time.monotonic() - started < TIMEOUT + SLACK
+
+
+def _statement_timeout(conn):
+    """The session's statement timeout in seconds (0: none)."""
+    if conn.dialect.name == 'postgresql':
+        return conn.execute(sa.text(
+            "SELECT current_setting('statement_timeout')::interval"
+        )).scalar().total_seconds()
+    if conn.dialect.is_mariadb:
+        return float(conn.execute(sa.text(
+            'SELECT @@SESSION.max_statement_time')).scalar())
+    return conn.execute(sa.text(
+        'SELECT @@SESSION.max_execution_time')).scalar() / 1000
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+@pytest.mark.parametrize('bounded', [True, False], ids=['service', 'tools'])
+def test_the_server_stops_statements_at_the_timeout_but_not_the_tools(
+        conf_factory, bounded):
+    """The service's sessions carry the timeout as their statement
+    timeout; placement-manage's (migrations) carry none."""
+    conf = conf_factory(placement_database={'transaction_timeout': TIMEOUT})
+    engine = db_engine.create_engine(conf, bounded=bounded)
+    try:
+        with engine.connect() as conn:
+            assert _statement_timeout(conn) == (TIMEOUT if bounded else 0)
+        assert watchdog.timeout_of(engine) == (TIMEOUT if bounded else 0)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+def test_a_statement_the_server_stopped_is_told_as_such(
+        backend, api, conf_factory):
+    """A statement waiting on a lock past the statement timeout is
+    stopped by the server itself (with a later deadline, the watchdog
+    does not cut it first), and told from other errors."""
+    Cloud(api).provider('cn1', inventory={'VCPU': 8})
+    conf = conf_factory(placement_database={'transaction_timeout': TIMEOUT})
+    engine = db_engine.create_engine(conf)
+    rp = tables.resource_providers
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_table():
+        with backend.engine.begin() as conn:
+            conn.execute(sa.select(rp.c.id).with_for_update())
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold_the_table)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with watchdog.deadline(30), engine.begin() as conn:
+            with pytest.raises(sa.exc.DBAPIError) as caught:
+                conn.execute(sa.select(rp.c.id).with_for_update())
+    finally:
+        release.set()
+        holder.join()
+        engine.dispose()
+    assert db_engine.is_statement_timeout(caught.value), caught.value

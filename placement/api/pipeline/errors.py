@@ -214,6 +214,7 @@ _DOMAIN_ERRORS: Wordings = {
     exception.InUse: As(Conflict),
     exception.ConcurrentUpdate: As(Conflict, code=CONCURRENT_UPDATE),
     exception.CommitOutcomeUnknown: As(ServiceUnavailable),
+    exception.DeadlineExceeded: As(ServiceUnavailable),
 }
 
 
@@ -245,6 +246,8 @@ def _wording(exc):
 
 
 def _database_error(exc):
+    if db_engine.is_statement_timeout(exc):
+        return _domain_error(exception.DeadlineExceeded())
     if db_engine.is_unstorable_value(exc):
         # A value the schema let through but the column cannot hold.
         LOG.warning('Rejected input the database cannot store: %s', exc.orig)

@@ -2,6 +2,7 @@
 that GETs carry from 1.15.
 """
 import datetime
+import itertools
 import json
 from typing import Any
 from typing import Iterable
@@ -23,6 +24,33 @@ def json_response(data: Any, status: int = 200,
     response = flask.Response(encode_json(data), status=status,
                               mimetype=JSON)
     return _with_cache_headers(response, last_modified, undated)
+
+
+# Items of a streamed list encoded at a time.
+_STREAM_CHUNK = 256
+
+
+def streamed_json_response(key: str, items: Iterable[Any],
+                           rest: Mapping[str, Any],
+                           last_modified: datetime.datetime | None = None,
+                           ) -> flask.Response:
+    """The object {key: [items], **rest}, encoded as it is sent: the
+    list's items are made and dropped a chunk at a time, so that a worker
+    never holds a huge answer whole. ``items`` is consumed after the view
+    returned, outside the request's context."""
+    def body():
+        yield b'{' + encode_json(key) + b':['
+        iterator = iter(items)
+        separator = b''
+        while chunk := list(itertools.islice(iterator, _STREAM_CHUNK)):
+            yield separator + b','.join(encode_json(item) for item in chunk)
+            separator = b','
+        yield b']'
+        for name, value in rest.items():
+            yield b',' + encode_json(name) + b':' + encode_json(value)
+        yield b'}'
+    response = flask.Response(body(), mimetype=JSON)
+    return _with_cache_headers(response, last_modified)
 
 
 def encode_json(data: Any) -> bytes:

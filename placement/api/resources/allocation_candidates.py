@@ -24,6 +24,11 @@ blueprint = flask.Blueprint('allocation_candidates', __name__)
 EXPLAIN_LOG = logging.getLogger('placement.api.resources.explain')
 
 
+# Answers of this many candidates or more are encoded as they are sent
+# (with no Content-Length): their requests are shaped a chunk at a time.
+STREAMED_FROM = 1000
+
+
 # There are as many requests and summaries as candidates and providers
 # in their trees: each view builds its body in one go.
 def _request_as_list(candidate):
@@ -99,11 +104,16 @@ def _respond(request, settings):
         _log_why_nothing(request, settings)
     request_view = microversion.by_version(_REQUEST_VIEW)
     summary_view = microversion.by_version(_SUMMARY_VIEW)
+    summaries = {uuid: summary_view(summary)
+                 for uuid, summary in result.summaries.items()}
+    if len(result.candidates) >= STREAMED_FROM:
+        return responses.streamed_json_response(
+            'allocation_requests', map(request_view, result.candidates),
+            {'provider_summaries': summaries},
+            last_modified=responses.utcnow())
     return responses.json_response({
         'allocation_requests': [request_view(c) for c in result.candidates],
-        'provider_summaries': {
-            uuid: summary_view(summary)
-            for uuid, summary in result.summaries.items()},
+        'provider_summaries': summaries,
     }, last_modified=responses.utcnow())
 
 

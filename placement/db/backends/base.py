@@ -66,9 +66,11 @@ class Backend:
             url = url.set(drivername=self.drivers[url.drivername])
         return url
 
-    def create_engine(self, url: sa.engine.URL, opts: Any) -> sa.Engine:
+    def create_engine(self, url: sa.engine.URL, opts: Any,
+                      timeout: float) -> sa.Engine:
         """A pooled engine to a database server, as the [placement_database]
-        options ``opts`` describe it."""
+        options ``opts`` describe it, its work bounded by ``timeout``
+        seconds (placement.db.watchdog; 0: not bounded)."""
         # The watchdog pings pooled connections itself, under its watch.
         kwargs: dict[str, Any] = {
             'isolation_level': 'READ COMMITTED',
@@ -79,7 +81,6 @@ class Backend:
             value = getattr(opts, option, None)
             if value is not None:
                 kwargs[kwarg] = value
-        timeout = getattr(opts, 'transaction_timeout', 0)
         connect_args = self.connect_args(url, timeout)
         if connect_args:
             kwargs['connect_args'] = connect_args
@@ -95,7 +96,7 @@ class Backend:
             if not context.is_disconnect and self.is_disconnect(orig):
                 context.is_disconnect = True
 
-        self.set_up(engine, opts)
+        self.set_up(engine, opts, timeout)
         return engine
 
     def connect_args(self, url: sa.engine.URL,
@@ -112,8 +113,9 @@ class Backend:
         fileno = getattr(dbapi_connection, 'fileno', None)
         return fileno() if fileno is not None else None
 
-    def set_up(self, engine: sa.Engine, opts: Any) -> None:
-        """Prepare the sessions of a new ``engine`` (nothing to do)."""
+    def set_up(self, engine: sa.Engine, opts: Any, timeout: float) -> None:
+        """Prepare the sessions of a new ``engine``, whose work is bounded
+        by ``timeout`` (nothing to do)."""
 
     # Error classification. Each takes the driver's exception and answers
     # None unless that driver is this backend's and it can tell.
@@ -123,6 +125,10 @@ class Backend:
 
     def is_disconnect(self, orig: BaseException) -> bool | None:
         """Whether the connection broke."""
+        return None
+
+    def is_statement_timeout(self, orig: BaseException) -> bool | None:
+        """Whether the server stopped a statement that ran out of time."""
         return None
 
     def is_unreachable(self, orig: BaseException) -> bool | None:

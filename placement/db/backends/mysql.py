@@ -53,6 +53,10 @@ _TRANSIENT = _DISCONNECT | {
     1205,  # lock wait timeout
     1213,  # deadlock, also how Galera reports a certification failure
 }
+_STATEMENT_TIMEOUT = {
+    1969,  # MariaDB: max_statement_time exceeded
+    3024,  # MySQL: max_execution_time exceeded
+}
 _UNREACHABLE = {
     1040,  # too many connections
     2002,  # can't connect through socket
@@ -111,11 +115,14 @@ class MySQL(base.Backend):
             url = url.update_query_dict({'charset': 'utf8mb4'})
         return url
 
-    def set_up(self, engine: sa.Engine, opts: Any) -> None:
-        """Sessions with the configured sql_mode and wsrep_sync_wait; and
-        with packs as large as a row may be where the driver packs."""
+    def set_up(self, engine: sa.Engine, opts: Any, timeout: float) -> None:
+        """Sessions with the configured sql_mode and wsrep_sync_wait, whose
+        statements the server stops after ``timeout`` (MariaDB's
+        max_statement_time; MySQL's max_execution_time, which only stops
+        SELECTs); and with packs as large as a row may be where the
+        driver packs."""
         _set_session(engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'),
-                     getattr(opts, 'mysql_wsrep_sync_wait', None))
+                     getattr(opts, 'mysql_wsrep_sync_wait', None), timeout)
         if self.packs(engine.dialect):
             _raise_group_concat_max_len(engine)
 
@@ -149,6 +156,12 @@ class MySQL(base.Backend):
         """The server went away, or killed the connection."""
         code = _code(orig)
         return None if code is None else code in _DISCONNECT
+
+    def is_statement_timeout(self, orig: BaseException) -> bool | None:
+        """max_statement_time or max_execution_time stopped the
+        statement."""
+        code = _code(orig)
+        return None if code is None else code in _STATEMENT_TIMEOUT
 
     def is_unreachable(self, orig: BaseException) -> bool | None:
         """Too many connections, or no server to connect to."""
@@ -279,19 +292,26 @@ def _code(orig: BaseException) -> int | None:
 
 
 def _set_session(engine: sa.Engine, sql_mode: str | None,
-                 wsrep_sync_wait: int | None) -> None:
+                 wsrep_sync_wait: int | None, timeout: float) -> None:
     settings: list[tuple[str, Any]] = []
     if sql_mode:
         settings.append(('sql_mode', sql_mode))
     if wsrep_sync_wait is not None:
         settings.append(('wsrep_sync_wait', wsrep_sync_wait))
-    if not settings:
+    if not settings and timeout <= 0:
         return
 
     @event.listens_for(engine, 'connect')
     def _on_connect(dbapi_conn, _record):
+        statement_time: list[tuple[str, Any]] = []
+        if timeout > 0:
+            # The dialect knows its server from the first connection on.
+            mariadb = getattr(engine.dialect, 'is_mariadb', False)
+            statement_time = [
+                ('max_statement_time', timeout) if mariadb
+                else ('max_execution_time', max(1, round(timeout * 1000)))]
         cursor = dbapi_conn.cursor()
-        for name, value in settings:
+        for name, value in settings + statement_time:
             cursor.execute('SET SESSION %s = %%s' % name, (value,))
         cursor.close()
 

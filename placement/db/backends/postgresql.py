@@ -28,6 +28,7 @@ _LOST = {'25006'}
 _TRANSIENT = {'40001', '40P01'} | _LOST  # serialization failure, deadlock
 # Class 08 (connection exception) plus: too many connections, starting up.
 _UNREACHABLE = {'53300', '57P03'}
+_CANCELED = '57014'
 _MIGRATION_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
 
 _STANDBY = sa.text('SELECT pg_is_in_recovery()')
@@ -56,18 +57,24 @@ class PostgreSQL(base.Backend):
     drivers = {'postgresql': 'postgresql+psycopg2'}
     prefers_arrays = True
 
-    def set_up(self, engine: sa.Engine, opts: Any) -> None:
-        """Sessions without JIT compilation: it starts on the planner's
+    def set_up(self, engine: sa.Engine, opts: Any, timeout: float) -> None:
+        """Sessions whose statements the server stops after ``timeout``
+        (statement_timeout: a request cut by its deadline leaves no query
+        running), and without JIT compilation: it starts on the planner's
         cost estimate, which a correlated subquery over a large table
         inflates, and then spends tens of milliseconds compiling a
         statement that runs in a few (the batch roots of allocation
         candidates at 100,000 providers: 88 ms, 52 without). A server
-        without JIT (before 11) keeps its session as it is.
+        without JIT (before 11) keeps that setting as it is.
         """
         @event.listens_for(engine, 'connect')
         def _on_connect(dbapi_conn, _record):
             cursor = dbapi_conn.cursor()
             try:
+                if timeout > 0:
+                    cursor.execute('SET statement_timeout = %s',
+                                   (max(1, round(timeout * 1000)),))
+                    dbapi_conn.commit()
                 cursor.execute('SET jit = off')
             except dbapi_conn.ProgrammingError:
                 dbapi_conn.rollback()
@@ -77,6 +84,10 @@ class PostgreSQL(base.Backend):
             # psycopg2 opened a transaction for the statement: the
             # setting lasts the session once it is committed.
             dbapi_conn.commit()
+
+    def is_statement_timeout(self, orig: BaseException) -> bool | None:
+        """statement_timeout stopped the statement (query_canceled)."""
+        return True if getattr(orig, 'pgcode', None) == _CANCELED else None
 
     def is_transient(self, orig: BaseException) -> bool | None:
         """A serialization failure or a deadlock."""

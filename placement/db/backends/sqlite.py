@@ -28,11 +28,13 @@ class SQLite(base.Backend):
     # table) rather than look the few trees or providers up.
     avoid_class_index = True
 
-    def create_engine(self, url: sa.engine.URL, opts: Any) -> sa.Engine:
+    def create_engine(self, url: sa.engine.URL, opts: Any,
+                      timeout: float) -> sa.Engine:
         """An engine whose connections wait for the write lock, enforce
         foreign keys and (on a file) use write-ahead logging; an
         in-memory database is one shared connection, or every checkout
-        would see an empty database."""
+        would see an empty database. A file on this host is never frozen
+        or cut off: ``timeout`` is not needed."""
         kwargs: dict[str, Any] = {'pool_pre_ping': True}
         in_memory = url.database in (None, '', ':memory:')
         if in_memory:
