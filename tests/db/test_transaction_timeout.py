@@ -8,6 +8,7 @@ another session, or because a proxy holds the answer to a COMMIT back:
 the same silence a frozen or cut-off server gives (tests/faults does
 that to real clusters).
 """
+import contextlib
 import threading
 import time
 import uuid as uuidlib
@@ -26,6 +27,29 @@ from api_cloud import Cloud
 TIMEOUT = 1.5
 # What a loaded machine may add to the bound.
 SLACK = 2.5
+
+
+@contextlib.contextmanager
+def _row_locks(engine, where):
+    """The resource provider rows ``where`` selects locked by another
+    session for the block."""
+    rp = tables.resource_providers
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        with engine.begin() as conn:
+            conn.execute(sa.select(rp.c.id).where(where).with_for_update())
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def _claim(api, provider_uuid, consumer):
@@ -49,26 +73,11 @@ def test_a_write_that_waits_too_long_answers_503_and_the_pool_recovers(
     cloud.provider('cn1', inventory={'VCPU': 8})
     provider_uuid = cloud.uuids['cn1']
     rp = tables.resource_providers
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_the_provider_row():
-        with backend.engine.begin() as conn:
-            conn.execute(sa.select(rp.c.id).where(rp.c.uuid == provider_uuid)
-                         .with_for_update())
-            locked.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold_the_provider_row)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with _row_locks(backend.engine, rp.c.uuid == provider_uuid):
         consumer = str(uuidlib.uuid4())
         started = time.monotonic()
         response = _claim(slow_api, provider_uuid, consumer)
         elapsed = time.monotonic() - started
-    finally:
-        release.set()
-        holder.join()
     assert response.status_code == 503, response.json
     assert response.json['errors'][0]['title'] == 'Service Unavailable'
     assert TIMEOUT * 0.9 < elapsed < TIMEOUT + SLACK
@@ -187,23 +196,11 @@ def test_a_statement_the_server_stopped_is_told_as_such(
     conf = conf_factory(placement_database={'transaction_timeout': TIMEOUT})
     engine = db_engine.create_engine(conf)
     rp = tables.resource_providers
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_the_table():
-        with backend.engine.begin() as conn:
-            conn.execute(sa.select(rp.c.id).with_for_update())
-            locked.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold_the_table)
-    holder.start()
     try:
-        assert locked.wait(10)
-        with watchdog.deadline(30), engine.begin() as conn:
+        with _row_locks(backend.engine, sa.true()), \
+                watchdog.deadline(30), engine.begin() as conn:
             with pytest.raises(sa.exc.DBAPIError) as caught:
                 conn.execute(sa.select(rp.c.id).with_for_update())
     finally:
-        release.set()
-        holder.join()
         engine.dispose()
     assert db_engine.is_statement_timeout(caught.value), caught.value
