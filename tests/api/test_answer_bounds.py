@@ -1,7 +1,8 @@
 """No allocation candidates answer takes a worker's memory or time
 without bound: answers beyond [placement] max_returned_allocation_candidates
-are refused, large ones are encoded as they are sent, and the candidate
-engine stops at the request's deadline ([placement_database]
+are refused, large ones are shaped and encoded a chunk at a time into a
+spool, and the candidate engine and the encoding stop at the request's
+deadline ([placement_database]
 transaction_timeout).
 
 One root with three children of 100 units each, asked for with N groups
@@ -11,6 +12,7 @@ import json
 
 import pytest
 
+from placement.api.pipeline import responses
 from placement.api.resources import allocation_candidates
 
 from api_cloud import Cloud
@@ -76,19 +78,35 @@ def test_the_bound_holds_before_nested_providers_too(api_factory, version):
     assert len(limited.json['provider_summaries']) == 1
 
 
-def test_a_large_answer_is_streamed_as_it_would_be_sent_whole(
-        api_factory, monkeypatch):
+@pytest.mark.parametrize('in_memory', [True, False],
+                         ids=['in memory', 'in a file'])
+def test_a_large_answer_is_spooled_as_it_would_be_sent_whole(
+        api_factory, monkeypatch, in_memory):
     api = api_factory(placement={'max_returned_allocation_candidates': 0})
     _tree(api)
     whole = api.get(_groups(4))
-    assert whole.headers.get('Content-Length')
-    monkeypatch.setattr(allocation_candidates, 'STREAMED_FROM', 10)
-    streamed = api.get(_groups(4))
-    assert streamed.status_code == 200
-    assert 'Content-Length' not in streamed.headers
-    assert streamed.headers['Content-Type'] == 'application/json'
-    assert streamed.headers['Last-Modified']
-    assert json.loads(streamed.get_data()) == json.loads(whole.get_data())
+    monkeypatch.setattr(allocation_candidates, 'SPOOLED_FROM', 10)
+    if not in_memory:
+        monkeypatch.setattr(responses, '_SPOOL_IN_MEMORY', 1000)
+    spooled = api.get(_groups(4))
+    assert spooled.status_code == 200
+    assert spooled.headers['Content-Type'] == 'application/json'
+    assert spooled.headers['Last-Modified']
+    body = spooled.get_data()
+    assert int(spooled.headers['Content-Length']) == len(body)
+    assert json.loads(body) == json.loads(whole.get_data())
+
+
+def test_an_answer_too_long_to_make_ends_at_the_deadline(api_factory):
+    """Few candidates of many groups each: generated at once, but their
+    shaping and encoding would outlast the deadline."""
+    api = api_factory(placement={'max_returned_allocation_candidates': 0},
+                      placement_database={'transaction_timeout': 0.5})
+    _tree(api)
+    response = api.get(_groups(60, '&limit=100000'))
+    assert response.status_code == 503
+    assert response.json['errors'][0]['code'] == (
+        'placement.deadline_exceeded')
 
 
 def test_the_engine_stops_at_the_request_deadline(api_factory):

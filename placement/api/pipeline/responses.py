@@ -4,6 +4,7 @@ that GETs carry from 1.15.
 import datetime
 import itertools
 import json
+import tempfile
 from typing import Any
 from typing import Iterable
 from typing import Mapping
@@ -14,6 +15,7 @@ from werkzeug import http as werkzeug_http
 
 from placement import versions
 from placement.api.pipeline import microversion
+from placement.db import watchdog
 
 JSON = 'application/json'
 
@@ -26,30 +28,49 @@ def json_response(data: Any, status: int = 200,
     return _with_cache_headers(response, last_modified, undated)
 
 
-# Items of a streamed list encoded at a time.
-_STREAM_CHUNK = 256
+# Items of a large list encoded at a time, between two looks at the
+# request's deadline.
+_CHUNK = 256
+# A large answer is encoded into memory up to this size, then into a
+# temporary file.
+_SPOOL_IN_MEMORY = 16 * 2 ** 20
+# Bytes sent at a time from the spool.
+_SEND = 2 ** 16
 
 
-def streamed_json_response(key: str, items: Iterable[Any],
-                           rest: Mapping[str, Any],
-                           last_modified: datetime.datetime | None = None,
-                           ) -> flask.Response:
-    """The object {key: [items], **rest}, encoded as it is sent: the
-    list's items are made and dropped a chunk at a time, so that a worker
-    never holds a huge answer whole. ``items`` is consumed after the view
-    returned, outside the request's context."""
-    def body():
-        yield b'{' + encode_json(key) + b':['
+def spooled_json_response(key: str, items: Iterable[Any],
+                          rest: Mapping[str, Any],
+                          last_modified: datetime.datetime | None = None,
+                          ) -> flask.Response:
+    """The object {key: [items], **rest} for a large list: its items are
+    made and encoded a chunk at a time into a spool (memory up to 16 MiB,
+    then a temporary file), which is then sent. A worker never holds the
+    answer's items or its body whole, and the request's deadline is
+    looked at between chunks: an answer that would take longer to make
+    ends in a 503, never in a body cut off half-way."""
+    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)
+    try:
+        spool.write(b'{' + encode_json(key) + b':[')
         iterator = iter(items)
         separator = b''
-        while chunk := list(itertools.islice(iterator, _STREAM_CHUNK)):
-            yield separator + b','.join(encode_json(item) for item in chunk)
+        while chunk := list(itertools.islice(iterator, _CHUNK)):
+            watchdog.check()
+            spool.write(separator)
+            spool.write(b','.join(encode_json(item) for item in chunk))
             separator = b','
-        yield b']'
+        spool.write(b']')
         for name, value in rest.items():
-            yield b',' + encode_json(name) + b':' + encode_json(value)
-        yield b'}'
-    response = flask.Response(body(), mimetype=JSON)
+            spool.write(b',' + encode_json(name) + b':' + encode_json(value))
+        spool.write(b'}')
+        size = spool.tell()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    response = flask.Response(iter(lambda: spool.read(_SEND), b''),
+                              mimetype=JSON)
+    response.content_length = size
+    response.call_on_close(spool.close)
     return _with_cache_headers(response, last_modified)
 
 

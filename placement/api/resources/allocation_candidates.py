@@ -24,9 +24,9 @@ blueprint = flask.Blueprint('allocation_candidates', __name__)
 EXPLAIN_LOG = logging.getLogger('placement.api.resources.explain')
 
 
-# Answers of this many candidates or more are encoded as they are sent
-# (with no Content-Length): their requests are shaped a chunk at a time.
-STREAMED_FROM = 1000
+# Answers of this many candidates or more are shaped and encoded a chunk
+# at a time into a spool (responses.spooled_json_response).
+SPOOLED_FROM = 1000
 
 
 # There are as many requests and summaries as candidates and providers
@@ -106,8 +106,8 @@ def _respond(request, settings):
     summary_view = microversion.by_version(_SUMMARY_VIEW)
     summaries = {uuid: summary_view(summary)
                  for uuid, summary in result.summaries.items()}
-    if len(result.candidates) >= STREAMED_FROM:
-        return responses.streamed_json_response(
+    if len(result.candidates) >= SPOOLED_FROM:
+        return responses.spooled_json_response(
             'allocation_requests', map(request_view, result.candidates),
             {'provider_summaries': summaries},
             last_modified=responses.utcnow())
