@@ -179,16 +179,21 @@ database_opts = [
     cfg.IntOpt('max_pool_size',
                help='Connections kept open in the pool; 0 means no limit.'),
     cfg.IntOpt('max_retries', default=10,
-               help='Connection attempts at startup; -1 retries forever.'),
+               help='Times the first connection is retried when the '
+                    'service starts; -1 retries forever. When they run '
+                    'out the service does not start (gunicorn exits: '
+                    '"Worker failed to boot").'),
     cfg.IntOpt('retry_interval', default=10,
-               help='Seconds between connection attempts.'),
+               help='Seconds between those connection attempts.'),
     cfg.IntOpt('max_overflow',
                help='Connections allowed beyond max_pool_size.'),
     cfg.IntOpt('connection_debug', default=0,
-               help='SQL logging verbosity: 0 none, 50 some, 100 all.'),
+               help='SQL logging verbosity: 0 none, 50 the statements '
+                    '(INFO), 100 their rows too (DEBUG), on the '
+                    'sqlalchemy.engine logger.'),
     cfg.BoolOpt('connection_trace', default=False,
-                help='Add the Python call site to SQL statements as a '
-                     'comment.'),
+                help='Add the call sites in placement that sent each SQL '
+                     'statement to it as a comment.'),
     cfg.IntOpt('pool_timeout',
                help='Seconds to wait for a free pooled connection.'),
     cfg.FloatOpt(
@@ -214,12 +219,11 @@ workarounds_opts = [
     cfg.BoolOpt(
         'optimize_for_wide_provider_trees',
         default=False,
-        help='Speed up allocation candidate generation for trees with many '
-             'similar child providers (e.g. 8+ GPUs or PCI devices under '
-             'one root) when a request asks for several of them in '
-             'separate groups. Best combined with a small '
-             '[placement]max_allocation_candidates and the breadth-first '
-             'generation strategy. See bug #2126751.'),
+        help='Upstream\'s workaround for slow allocation candidates in '
+             'trees with many similar child providers (bug #2126751). It '
+             'has no effect in this service, whose candidate engine does '
+             'not need it; it is accepted (and its use logged once at '
+             'start) so that upstream\'s configuration files load.'),
 ]
 
 metrics_group = cfg.OptGroup(

@@ -41,6 +41,7 @@ def create_app(conf: cfg.ConfigOpts,
     """Build the full WSGI pipeline for one configuration."""
     if engine is None:
         engine = db_engine.create_engine(conf)
+        db_engine.wait_until_reachable(engine, conf)
         if conf.placement_database.sync_on_startup:
             # As placement-manage db sync: a migration takes its time.
             with db_engine.unbounded(conf, engine) as migrating:

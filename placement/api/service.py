@@ -1,6 +1,5 @@
 """Turn a parsed configuration into a running WSGI application."""
 import logging
-import sys
 
 from oslo_config import cfg
 from oslo_log import log as oslo_log
@@ -13,17 +12,32 @@ from placement.db import engine as db_engine
 LOG = logging.getLogger(__name__)
 
 
+class StartupError(Exception):
+    """The service cannot start; the message is one clear line. An
+    exception, not an exit: gunicorn then stops with "Worker failed to
+    boot" and a non-zero status, as it does for upstream, instead of
+    starting new workers for ever."""
+
+
 def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
-    """Set up logging and build the app; exit with one clear line when the
-    database configuration is unusable.
-    """
+    """Set up logging and build the app; fail with one clear line when the
+    database configuration is unusable or the database unreachable (after
+    [placement_database] max_retries)."""
     oslo_log.setup(conf, 'placement')
+    if conf.log_options:
+        conf.log_opt_values(LOG, logging.DEBUG)
     if conf.api.auth_strategy == auth.NOAUTH2:
         LOG.warning('[api] auth_strategy = noauth2: every request is trusted '
                     'as the identity its token names. For tests and local '
                     'use only; never expose this service.')
+    if conf.workarounds.optimize_for_wide_provider_trees:
+        LOG.info('[workarounds] optimize_for_wide_provider_trees is set: it '
+                 'has no effect here (the candidate engine does not need '
+                 'it); it is accepted so that upstream\'s configuration '
+                 'files load.')
     try:
         return app.create_app(conf)
-    except db_engine.DatabaseConfigError as exc:
+    except (db_engine.DatabaseConfigError,
+            db_engine.DatabaseUnreachable) as exc:
         LOG.critical('Cannot start placement: %s', exc)
-        sys.exit('placement: %s' % exc)
+        raise StartupError('placement: %s' % exc) from None

@@ -7,14 +7,17 @@ or should become a 503 (database unreachable).
 
 import contextlib
 import logging
+import os
 import random
 import time
+import traceback
 from typing import Any
 from typing import Callable
 from typing import Iterator
 from typing import TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 
 from placement import exception
@@ -27,6 +30,11 @@ T = TypeVar('T')
 
 class DatabaseConfigError(Exception):
     """The [placement_database] settings cannot produce a usable engine."""
+
+
+class DatabaseUnreachable(Exception):
+    """The database could not be connected to at start-up, within
+    [placement_database] max_retries and retry_interval."""
 
 
 def normalize_url(url: str | None) -> sa.engine.URL:
@@ -53,7 +61,73 @@ def create_engine(conf: Any, option: str = 'connection',
         url = url.update_query_string(params)
     url = _normalize(url)
     timeout = getattr(opts, 'transaction_timeout', 0) if bounded else 0
-    return backends.of(url).create_engine(url, opts, timeout)
+    engine = backends.of(url).create_engine(url, opts, timeout)
+    _log_statements(getattr(opts, 'connection_debug', 0))
+    if getattr(opts, 'connection_trace', False):
+        _trace_call_sites(engine)
+    return engine
+
+
+def _log_statements(verbosity: int) -> None:
+    """[placement_database] connection_debug, as oslo.db reads it: from
+    50 SQLAlchemy logs statements (INFO), from 100 their rows too
+    (DEBUG)."""
+    logger = logging.getLogger('sqlalchemy.engine')
+    if verbosity >= 100:
+        logger.setLevel(logging.DEBUG)
+    elif verbosity >= 50:
+        logger.setLevel(logging.INFO)
+
+
+# The frames of this package that connection_trace names, innermost last.
+_TRACED_FRAMES = 5
+
+
+def _trace_call_sites(engine: sa.Engine) -> None:
+    """[placement_database] connection_trace: each statement carries, as
+    an SQL comment, where in placement it was sent from, so that the
+    database's own logs (slow query log, pg_stat_statements) point at
+    the code."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    @event.listens_for(engine, 'before_cursor_execute', retval=True)
+    def _with_call_site(_conn, _cursor, statement, parameters, _context,
+                        _executemany):
+        frames = [frame for frame in traceback.extract_stack()[:-1]
+                  if frame.filename.startswith(package)]
+        if frames:
+            statement += '\n-- ' + '\n-- '.join(
+                '%s:%s %s' % (os.path.relpath(frame.filename, package),
+                              frame.lineno, frame.name)
+                for frame in frames[-_TRACED_FRAMES:])
+        return statement, parameters
+
+
+def wait_until_reachable(engine: sa.Engine, conf: Any) -> None:
+    """Connect once, as upstream's services do at start-up: retried
+    [placement_database] max_retries times (-1: for ever), retry_interval
+    seconds apart; then DatabaseUnreachable."""
+    opts = conf.placement_database
+    retries, interval = opts.max_retries, opts.retry_interval
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with engine.connect():
+                return
+        except sa_exc.DBAPIError as exc:
+            # The drivers' messages may span lines (libpq's hints).
+            reason = ' '.join(str(_dbapi_error(exc) or exc).split())
+            if 0 <= retries < attempt:
+                raise DatabaseUnreachable(
+                    'cannot connect to the database after %d attempts '
+                    '([placement_database] max_retries = %d): %s'
+                    % (attempt, retries, reason)) from None
+            LOG.warning('The database is unreachable (attempt %d of %s); '
+                        'trying again in %d s: %s', attempt,
+                        'unlimited' if retries < 0 else retries + 1,
+                        interval, reason)
+            time.sleep(interval)
 
 
 @contextlib.contextmanager

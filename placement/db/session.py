@@ -46,8 +46,9 @@ class Database:
 
     ``sync_standard``: write the standard resource classes and traits
     before the first read or write of this object (the API service does,
-    lazily, so that it starts, and answers 503, while the database is
-    away). ``on_read(server)`` is told of each read a server answered
+    lazily: a database that goes away after the start, or is a read-only
+    standby for a while, must not stop a worker from starting).
+    ``on_read(server)`` is told of each read a server answered
     (PRIMARY or REPLICA), be it with a result or a domain error (a
     placement.exception.PlacementError such as NotFound).
     """

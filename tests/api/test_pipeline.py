@@ -9,10 +9,12 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from placement.api import app as placement_app
 from placement.api import service
 from placement.db import engine as db_engine
 from placement.db import tables
 
+from conftest import ApiClient
 import error_text
 import gunicorn_server
 
@@ -457,9 +459,12 @@ def test_four_byte_utf8_in_lookups(api):
     'postgresql://postgres@127.0.0.1:{port}/placement',
     'sqlite:////nonexistent-directory/placement.db',
 ])
-def test_unreachable_database_is_503(api_factory, url):
-    api = api_factory(shared_engine=False, placement_database={
+def test_unreachable_database_is_503(conf_factory, url):
+    """A database gone after the start (where it was reachable)."""
+    conf = conf_factory(placement_database={
         'connection': url.format(port=gunicorn_server.free_port())})
+    api = ApiClient(placement_app.create_app(
+        conf, engine=db_engine.create_engine(conf)))
     started = time.monotonic()
     response = api.get('/resource_classes')
     assert time.monotonic() - started < 10
@@ -482,8 +487,8 @@ def test_unreachable_database_is_503(api_factory, url):
 def test_bad_connection_fails_start_up_clearly(conf_factory, connection,
                                                message):
     conf = conf_factory(placement_database={'connection': connection})
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(service.StartupError) as info:
         service.build_application(conf)
-    text = str(info.value.code)
+    text = str(info.value)
     assert text.startswith(message)
     assert '\n' not in text
