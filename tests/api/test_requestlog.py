@@ -1,6 +1,7 @@
 """The request log: one line per request on ``placement.requestlog``, in
 upstream's format, under the request's own id.
 """
+import json
 import logging
 
 from oslo_log import formatters
@@ -79,3 +80,47 @@ def test_mount_prefix_is_part_of_the_path(api_factory, request_log):
     api_factory(prefix='/placement').get('/traits?name=in:HW_CPU_X86_AVX')
     [line] = request_log()
     assert '"GET /placement/traits?name=in:HW_CPU_X86_AVX" status: 200' in line
+
+
+@pytest.fixture
+def json_records(caplog):
+    """Request log records as oslo.log's JSON formatter (use_json) makes
+    them."""
+    caplog.set_level(logging.INFO, logger='placement.requestlog')
+    caplog.handler.setFormatter(formatters.JSONFormatter())
+
+    def records():
+        return [record for record in map(json.loads, caplog.text.splitlines())
+                if record['name'] == 'placement.requestlog']
+    return records
+
+
+def test_json_record_has_upstream_args_and_extra(api, json_records):
+    response = api.get('/resource_classes?name=VCPU',
+                       token='admin:someproject',
+                       environ_overrides={'REMOTE_ADDR': '192.0.2.7'})
+    [record] = json_records()
+    assert record['args'] == {
+        'REMOTE_ADDR': '192.0.2.7',
+        'REQUEST_METHOD': 'GET',
+        'REQUEST_URI': '/resource_classes?name=VCPU',
+        'status': '200',
+        'bytes': str(len(response.data)),
+        'microversion': [1, 39],
+    }
+    assert record['extra'] == {'project': 'someproject', 'version': 'unknown'}
+    assert record['message'] == (
+        '192.0.2.7 "GET /resource_classes?name=VCPU" status: 200 len: %d '
+        'microversion: 1.39' % len(response.data))
+    assert record['context']['request_id'] == _request_id(response)
+
+
+def test_json_record_of_refused_request(api, json_records):
+    api.get('/traits', token='admin:someproject')
+    refused = api.get('/traits', token=None)
+    first, second = json_records()
+    assert second['args']['status'] == '401'
+    assert second['args']['microversion'] == '-'
+    # Its own context, without the previous request's project.
+    assert second['extra'] == {'project': None, 'version': 'unknown'}
+    assert second['context']['request_id'] == _request_id(refused)

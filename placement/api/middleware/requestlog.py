@@ -8,15 +8,23 @@ Content-Length (0 for 204 and 304, ``-`` for a body of unknown length), the
 microversion ``-`` when the request was refused before it was parsed
 (e.g. 401).
 
+The record is built as upstream builds it, for structured log consumers
+(oslo.log's JSON formatter, ``[DEFAULT] use_json = true``): its ``args``
+is one mapping with the keys ``REMOTE_ADDR``, ``REQUEST_METHOD``,
+``REQUEST_URI``, ``status`` (the code, as text), ``bytes`` and
+``microversion`` (the version as a pair, or ``-``), and it comes through
+oslo.log's logger adapter, so that its ``extra`` holds ``project`` (the
+request's project, which the formatter takes from the current context)
+and ``version``.
+
 The middleware sits just inside the request id middleware and makes a
 RequestContext for the request current before anything else runs: oslo.log
 takes the request id of a line from the current context, and without this a
 request refused by authentication would be logged under the previous
 request's id.
 """
-import logging
-
 from oslo_context import context as oslo_context
+from oslo_log import log as oslo_log
 
 from placement.api.pipeline import microversion
 from placement.api.pipeline.wsgi_types import Body
@@ -24,7 +32,10 @@ from placement.api.pipeline.wsgi_types import StartResponse
 from placement.api.pipeline.wsgi_types import WSGIApplication
 from placement.api.pipeline.wsgi_types import WSGIEnvironment
 
-LOG = logging.getLogger('placement.requestlog')
+LOG = oslo_log.getLogger('placement.requestlog')
+
+LINE = ('%(REMOTE_ADDR)s "%(REQUEST_METHOD)s %(REQUEST_URI)s" '
+        'status: %(status)s len: %(bytes)s microversion: %(microversion)s')
 
 
 class RequestLog:
@@ -45,10 +56,14 @@ class RequestLog:
             length = next((value for name, value in headers
                            if name.lower() == 'content-length'),
                           _no_length(status))
-            version = environ.get(microversion.ENVIRON_KEY) or '-'
-            LOG.info('%s "%s %s" status: %s len: %s microversion: %s',
-                     remote, environ['REQUEST_METHOD'], uri,
-                     status.split(None, 1)[0], length, version)
+            LOG.info(LINE, {
+                'REMOTE_ADDR': remote,
+                'REQUEST_METHOD': environ['REQUEST_METHOD'],
+                'REQUEST_URI': uri,
+                'status': status.split(None, 1)[0],
+                'bytes': length,
+                'microversion': environ.get(microversion.ENVIRON_KEY) or '-',
+            })
             return start_response(status, headers, exc_info)
 
         return self.app(environ, logging_start_response)
