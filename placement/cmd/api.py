@@ -7,6 +7,12 @@ and ``--config-dir`` work as for the other commands; without them the
 configuration comes from ``$OS_PLACEMENT_CONFIG_DIR`` or oslo.config's
 standard locations, as for ``placement.wsgi.api``. Use a real WSGI server
 (e.g. gunicorn with ``placement.wsgi.api:application``) in production.
+
+Each request is logged once, by the service's own request log
+(``placement.requestlog``): werkzeug's access line, which repeated it with
+terminal colour codes, is left out; werkzeug still logs malformed requests
+and errors. oslo.log's ``log_color`` only applies when the log goes to a
+terminal, so that a log redirected to a file holds no escape sequences.
 """
 import argparse
 from collections.abc import Sequence
@@ -43,12 +49,32 @@ def _parse(argv):
     return args
 
 
+class RequestHandler(serving.WSGIRequestHandler):
+    """werkzeug's handler without its access line: the request log of the
+    application has one line per request already."""
+
+    def log_request(self, code: int | str = '-',
+                    size: int | str = '-') -> None:
+        pass
+
+
+def _no_colour_unless_terminal(conf):
+    """Turn ``log_color`` off when oslo.log's stream (stderr with
+    ``use_stderr``, stdout otherwise) is no terminal; a log file never has
+    colour."""
+    stream = sys.stderr if conf.use_stderr else sys.stdout
+    if conf.log_color and not stream.isatty():
+        conf.set_override('log_color', False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     conf = placement_conf.load_config(argv=args.config_args)
+    _no_colour_unless_terminal(conf)
     application = service.build_application(conf)
     server = serving.make_server(args.host, args.port, application,
-                                 threaded=True)
+                                 threaded=True,
+                                 request_handler=RequestHandler)
     print('placement-api (development server, not for production) '
           'listening on http://%s:%d/' % (args.host, server.server_port),
           flush=True)

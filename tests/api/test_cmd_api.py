@@ -2,6 +2,8 @@
 import json
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -52,3 +54,57 @@ def test_serves_the_api(backend, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.sqlite_only
+def test_logs_each_request_once_without_colour(backend, tmp_path):
+    # log_color asks for colour, but the log goes to a file.
+    config = tmp_path / 'placement.conf'
+    config.write_text('[DEFAULT]\nlog_color = true\n'
+                      '[api]\nauth_strategy = noauth2\n'
+                      '[placement_database]\nconnection = %s\n' % backend.url)
+    log_path = tmp_path / 'server.log'
+    with open(log_path, 'wb') as log:
+        server = subprocess.Popen(
+            [sys.executable, '-m', 'placement.cmd.api', '--port', '0', '--',
+             '--config-file', str(config)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        url = _wait_for_banner(server, log_path)
+        headers = {'X-Auth-Token': 'admin',
+                   'OpenStack-API-Version': 'placement 1.2'}
+        with urllib.request.urlopen(urllib.request.Request(
+                url + 'resource_classes/VCPU', headers=headers),
+                timeout=10) as response:
+            assert response.status == 200
+        # werkzeug colours the access line of a 4xx.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(urllib.request.Request(
+                url + 'resource_classes/CUSTOM_MISSING', headers=headers),
+                timeout=10)
+        assert missing.value.code == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    output = log_path.read_text()
+    assert '\x1b[' not in output
+    found = [line for line in output.splitlines()
+             if 'GET /resource_classes/' in line]
+    assert len(found) == 2, output
+    assert ' INFO placement.requestlog ' in found[0]
+    assert '"GET /resource_classes/VCPU" status: 200 ' in found[0]
+    assert ' INFO placement.requestlog ' in found[1]
+    assert '"GET /resource_classes/CUSTOM_MISSING" status: 404 ' in found[1]
+
+
+def _wait_for_banner(server, log_path, timeout=60):
+    """The URL the server announces in its log once it listens."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log_path.read_text().splitlines():
+            if 'listening on http://127.0.0.1:' in line:
+                return line.rsplit(' ', 1)[1]
+        if server.poll() is not None:
+            pytest.fail('placement-api exited: %s' % log_path.read_text())
+        time.sleep(0.1)
+    pytest.fail('placement-api did not start: %s' % log_path.read_text())
