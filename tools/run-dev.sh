@@ -6,7 +6,6 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . tools/venv.sh
-ensure_venv
 DEV_DIR=$PWD/.dev
 
 mkdir -p "$DEV_DIR"
@@ -18,6 +17,14 @@ auth_strategy = noauth2
 [placement_database]
 connection = sqlite:///$DEV_DIR/placement.sqlite
 CONF
+fi
+
+# The note on MySQL client headers only matters for another database.
+if grep -Eq '^[[:space:]]*connection[[:space:]]*=[[:space:]]*sqlite' \
+        "$DEV_DIR/placement.conf"; then
+    SQLITE_ONLY=1 ensure_venv
+else
+    ensure_venv
 fi
 
 "$VENV/bin/placement-manage" --config-file "$DEV_DIR/placement.conf" db sync

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # Sourced by the tools/ scripts: make sure $VENV (default .venv) has the
 # project and its test and lint requirements installed, in editable mode,
 # and mysqlclient (extra "mysqlclient") where its build finds the MariaDB
 # or MySQL client headers (tools/integration-deps.sh installs them);
 # without, its tests skip (fail under CI=true). Installs again only when
-# pyproject.toml or the extras changed.
+# pyproject.toml or the extras changed. With SQLITE_ONLY=1 (callers that
+# use no other database) it says nothing of missing headers.
 
 # The pkg-config names mysqlclient's build looks for.
 mysql_client_headers() {
@@ -23,7 +25,7 @@ ensure_venv() {
     local wanted
     if mysql_client_headers; then
         extras+=,mysqlclient
-    else
+    elif [ -z "${SQLITE_ONLY:-}" ]; then
         echo "No MariaDB/MySQL client headers (libmariadb-dev, pkg-config):" \
             "$VENV goes without mysqlclient" >&2
     fi
