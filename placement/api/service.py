@@ -37,7 +37,6 @@ def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
                  'files load.')
     try:
         return app.create_app(conf)
-    except (db_engine.DatabaseConfigError,
-            db_engine.DatabaseUnreachable) as exc:
+    except db_engine.CANNOT_START as exc:
         LOG.critical('Cannot start placement: %s', exc)
         raise StartupError('placement: %s' % exc) from None

@@ -37,6 +37,13 @@ class DatabaseUnreachable(Exception):
     [placement_database] max_retries and retry_interval."""
 
 
+# The database server is set up in a way placement cannot work with.
+UnusableServer = backends.UnusableServer
+# What stops the service or a command before it does anything: each says
+# what to change in one line.
+CANNOT_START = (DatabaseConfigError, DatabaseUnreachable, UnusableServer)
+
+
 def normalize_url(url: str | None) -> sa.engine.URL:
     """Parse a configured connection string into a URL we can connect with.
 

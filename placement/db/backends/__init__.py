@@ -16,9 +16,10 @@ from placement.db.backends import postgresql
 from placement.db.backends import sqlite
 from placement.db.backends.base import Backend
 from placement.db.backends.base import ReplicaUnusable
+from placement.db.backends.base import UnusableServer
 
-__all__ = ['ALL', 'Backend', 'ReplicaUnusable', 'UnsupportedBackend', 'of',
-           'verdict']
+__all__ = ['ALL', 'Backend', 'ReplicaUnusable', 'UnsupportedBackend',
+           'UnusableServer', 'of', 'verdict']
 
 # Every backend, in the order their verdicts on an error are asked for.
 ALL: tuple[Backend, ...] = (mysql.BACKEND, postgresql.BACKEND,

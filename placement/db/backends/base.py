@@ -24,6 +24,11 @@ _CONNECT_TIMEOUT = 5
 IdReads = Sequence[tuple[Any, dict[str, Any]]]
 
 
+class UnusableServer(Exception):
+    """The database server is set up in a way placement cannot work with;
+    the message says what to change."""
+
+
 class ReplicaUnusable(Exception):
     """The replica answered, but says it is not a replica we can read
     from (not replicating, not synced)."""

@@ -123,6 +123,7 @@ class MySQL(base.Backend):
         driver packs."""
         _set_session(engine, getattr(opts, 'mysql_sql_mode', 'TRADITIONAL'),
                      getattr(opts, 'mysql_wsrep_sync_wait', None), timeout)
+        _log_rows_in_the_binlog(engine)
         if self.packs(engine.dialect):
             _raise_group_concat_max_len(engine)
 
@@ -314,6 +315,35 @@ def _set_session(engine: sa.Engine, sql_mode: str | None,
         for name, value in settings + statement_time:
             cursor.execute('SET SESSION %s = %%s' % name, (value,))
         cursor.close()
+
+
+def _log_rows_in_the_binlog(engine: sa.Engine) -> None:
+    """Sessions that can write at READ COMMITTED: a server that writes its
+    binary log as STATEMENT cannot log InnoDB changes made at that
+    isolation level (error 1665, on the first write), so such sessions
+    switch to ROW. Where the database user may not (it needs BINLOG ADMIN
+    or SUPER), the connection is refused with what to change, before
+    anything (db sync's first table) is written."""
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute('SELECT @@log_bin, @@SESSION.binlog_format')
+            log_bin, binlog_format = cursor.fetchone()
+            if not log_bin or str(binlog_format).upper() != 'STATEMENT':
+                return
+            try:
+                cursor.execute("SET SESSION binlog_format = 'ROW'")
+            except dbapi_conn.Error as exc:
+                raise base.UnusableServer(
+                    'the MySQL server logs its binary log as STATEMENT '
+                    '(binlog_format), which cannot log the READ COMMITTED '
+                    'writes of placement, and the database user may not '
+                    'switch its sessions to ROW (%s): set binlog_format = '
+                    'ROW or MIXED on the server, or grant the user BINLOG '
+                    'ADMIN' % (exc,)) from None
+        finally:
+            cursor.close()
 
 
 def _raise_group_concat_max_len(engine: sa.Engine) -> None:
