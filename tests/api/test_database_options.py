@@ -11,10 +11,12 @@ import re
 import pytest
 import sqlalchemy as sa
 
+from placement.api import app as placement_app
 from placement.api import service
 from placement.db import engine as db_engine
 from placement.db import session
 
+from conftest import ApiClient
 import gunicorn_server
 
 
@@ -124,3 +126,20 @@ def test_gunicorn_exits_when_the_database_stays_unreachable(tmp_path):
     log = server.log_path.read_text()
     assert 'Worker failed to boot' in log
     assert 'cannot connect to the database after 2 attempts' in log
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+def test_no_free_pooled_connection_is_a_503(conf_factory):
+    """Every pooled connection in use for pool_timeout: a 503 in
+    Placement's format (it was a 500)."""
+    conf = conf_factory(placement_database={
+        'max_pool_size': 1, 'max_overflow': 0, 'pool_timeout': 1})
+    engine = db_engine.create_engine(conf)
+    api = ApiClient(placement_app.create_app(conf, engine=engine))
+    try:
+        with engine.connect():
+            response = api.get('/resource_providers')
+    finally:
+        engine.dispose()
+    assert response.status_code == 503
+    assert 'no free connection' in response.json['errors'][0]['detail']

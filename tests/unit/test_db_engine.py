@@ -116,6 +116,12 @@ def test_unset_pool_options_keep_sqlalchemy_defaults(monkeypatch):
     assert kwargs['connect_args'] == {'connect_timeout': 5}
 
 
+def test_a_free_connection_is_waited_for_until_the_deadline(monkeypatch):
+    kwargs = _engine_kwargs(monkeypatch, transaction_timeout=10.0,
+                            connection='postgresql://u@db/placement')
+    assert kwargs['pool_timeout'] == 10.0
+
+
 def test_connect_timeout_in_url_wins(monkeypatch):
     kwargs = _engine_kwargs(
         monkeypatch, connection='postgresql://u@db/p?connect_timeout=20')

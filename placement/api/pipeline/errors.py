@@ -140,6 +140,7 @@ def register(app: flask.Flask) -> None:
     app.register_error_handler(http_exceptions.HTTPException, _http_exception)
     app.register_error_handler(exception.PlacementError, _domain_error)
     app.register_error_handler(sqlalchemy.exc.DBAPIError, _database_error)
+    app.register_error_handler(sqlalchemy.exc.TimeoutError, _pool_exhausted)
     app.register_error_handler(Exception, _unexpected)
 
 
@@ -263,6 +264,14 @@ def _database_error(exc):
         return _render_error(ServiceUnavailable(
             'The placement database is unavailable.'))
     return _unexpected(exc)
+
+
+def _pool_exhausted(exc):
+    """Every pooled connection stayed in use for pool_timeout."""
+    LOG.warning('No free database connection: %s', exc)
+    return _render_error(ServiceUnavailable(
+        'The placement database has no free connection for this request '
+        '([placement_database] max_pool_size, max_overflow); try again.'))
 
 
 def _unexpected(exc):

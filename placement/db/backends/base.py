@@ -86,6 +86,9 @@ class Backend:
             value = getattr(opts, option, None)
             if value is not None:
                 kwargs[kwarg] = value
+        if timeout > 0 and 'pool_timeout' not in kwargs:
+            # Waiting for a free connection past the deadline is no use.
+            kwargs['pool_timeout'] = timeout
         connect_args = self.connect_args(url, timeout)
         if connect_args:
             kwargs['connect_args'] = connect_args
