@@ -16,15 +16,16 @@ and afterwards tears down whatever happened (a failure half-way included):
   (``Topology.url``) in front of the hosts, configured from the operators'
   sample etc/haproxy-placement.cfg with test settings (``proxy_config``:
   servers ``host1``..., an ``X-Served-By`` header naming the host that
-  answered, checks every 500 ms, one log line per request); and a TCP
-  listener on the bridge address per database server the hosts use,
-  forwarding to it on 127.0.0.1: a namespace cannot reach the root
-  namespace's loopback.
+  answered, checks every 500 ms, one log line per request); and TCP
+  listeners ``db-hI-N`` on the bridge address, one per host and database
+  server that host uses, forwarding to the server on 127.0.0.1: a
+  namespace cannot reach the root namespace's loopback, and a host's own
+  listeners let a test cut that host alone off its database.
 
 Without network namespaces (``ip netns add`` fails: not root) each host is
-instead a loopback address 127.X.Y.(10+i) in the root namespace, reaching
-the database directly, with a warning; ``PLACEMENT_TEST_API_HOSTS_LOOPBACK=1``
-forces that.
+instead a loopback address 127.X.Y.(10+i) in the root namespace, its
+database listeners on 127.0.0.1, with a warning;
+``PLACEMENT_TEST_API_HOSTS_LOOPBACK=1`` forces that.
 
 ``Database`` is what the hosts use: ``galera_database(galera)`` (host i on
 Galera node i, ``mysql_wsrep_sync_wait = 1``) and ``postgresql_database()``
@@ -33,9 +34,13 @@ managers yielding a migrated one, dropped afterwards; ``DATABASES`` maps
 names to them. Another backend is one more such function.
 
 ``Host.kill()`` SIGKILLs a host's gunicorn (master and workers),
-``Host.start()`` starts it again; ``Topology.server_states()`` is HAProxy's
-view of the hosts and ``Topology.proxy_log()`` its log, one ``LogLine`` per
-request. ``leftovers(tag)`` lists namespaces and links of ours still there.
+``Host.start()`` starts it again; ``Topology.cut_database(host)`` closes
+that host's database connections and refuses it new ones (at its
+listeners) until ``Topology.restore_database(host)``;
+``Topology.server_states()`` is HAProxy's view of the hosts,
+``Topology.server_stats()`` its whole ``show stat`` row per host, and
+``Topology.proxy_log()`` its log, one ``LogLine`` per request.
+``leftovers(tag)`` lists namespaces and links of ours still there.
 """
 import contextlib
 import dataclasses
@@ -204,6 +209,20 @@ class LogLine:
 
 _LOG_LINE = re.compile(r'ptest-request (-?\d+) (\S+) (\+?)(\d+) (\S+) '
                        r'(-?\d+) (\S+) (\S+)')
+
+
+def parse_proxy_log(text):
+    """The LOG_FORMAT lines of an HAProxy log, as LogLines."""
+    found = []
+    for line in text.splitlines():
+        match = _LOG_LINE.search(line)
+        if match:
+            (status, server, plus, retries, termination, total, method,
+             path) = match.groups()
+            found.append(LogLine(int(status), server, int(retries),
+                                 bool(plus), termination, int(total),
+                                 method, path))
+    return found
 
 
 def _ip(*args, check=True):
@@ -403,6 +422,9 @@ class Topology:
         self.haproxy_log = self.workdir / 'haproxy.log'
         self.haproxy_config = self.workdir / 'haproxy.cfg'
         self.stats_socket = self.workdir / 'haproxy.sock'
+        # {host index: {(server host, port): (listener name, (address,
+        # port))}}: where each host reaches each database server.
+        self.db_listeners = {}
         self._stack = contextlib.ExitStack()
 
     @property
@@ -425,10 +447,10 @@ class Topology:
 
     def _build(self):
         addresses = self._network()
-        upstreams = self._database_listeners()
+        self._database_listeners()
         for index, address in enumerate(addresses):
-            self.hosts.append(self._host(index, address, upstreams))
-        self._start_haproxy(upstreams)
+            self.hosts.append(self._host(index, address))
+        self._start_haproxy()
 
     def _network(self):
         """The hosts' addresses, once their network is up."""
@@ -491,54 +513,56 @@ class Topology:
         raise RuntimeError('no free loopback addresses for the API hosts')
 
     def _database_listeners(self):
-        """{(host, port) on 127.0.0.1: (host, port) the hosts connect to}
-        for every database server the hosts' configurations name."""
-        upstreams = {}
-        for url in self._database_urls():
-            target = (url.host or '127.0.0.1', url.port or _default_port(url))
-            if target in upstreams:
-                continue
-            if not self.namespaces:
-                upstreams[target] = target
-                continue
-            # The server's own port on the bridge address, if free.
-            port = target[1]
-            if not _port_free(self.bridge_address, port):
-                port = _free_port(self.bridge_address)
-            upstreams[target] = (self.bridge_address, port)
-        return upstreams
+        """A listener per host and database server that host's
+        configuration names (self.db_listeners)."""
+        listen_address = self.bridge_address or '127.0.0.1'
+        taken = set()
+        for index in range(self.host_count):
+            targets = self.db_listeners.setdefault(index, {})
+            for url in self._database_urls(index):
+                target = (url.host or '127.0.0.1',
+                          url.port or _default_port(url))
+                if target in targets:
+                    continue
+                # The server's own port on the bridge address, if free.
+                port = target[1]
+                while (port in taken or (listen_address, port) == target
+                       or not _port_free(listen_address, port)):
+                    port = _free_port(listen_address)
+                taken.add(port)
+                name = 'db-h%d-%d' % (index + 1, len(targets) + 1)
+                targets[target] = (name, (listen_address, port))
 
-    def _database_urls(self):
-        urls = [self.database.host_url(index)
-                for index in range(self.host_count)]
+    def _database_urls(self, index):
+        urls = [self.database.host_url(index)]
         urls += [value for value in self.database.options.values()
                  if '://' in str(value)]
         return [db_engine.normalize_url(url) for url in urls]
 
-    def _through(self, upstreams, value):
+    def _through(self, index, value):
         if '://' not in str(value):
             return value
         url = db_engine.normalize_url(value)
         target = (url.host or '127.0.0.1', url.port or _default_port(url))
-        host, port = upstreams[target]
+        _name, (host, port) = self.db_listeners[index][target]
         return url.set(host=host, port=port).render_as_string(
             hide_password=False)
 
     # --- Processes -------------------------------------------------------
 
-    def _host(self, index, address, upstreams):
+    def _host(self, index, address):
         number = index + 1
         workdir = self.workdir / ('host%d' % number)
         workdir.mkdir(parents=True, exist_ok=True)
         database = {
             'connection': self._through(
-                upstreams, self.database.host_url(index)),
+                index, self.database.host_url(index)),
             'sync_on_startup': 'false',
             'max_pool_size': str(self.pool_size),
             'max_overflow': '2',
         }
         for option, value in self.database.options.items():
-            database[option] = self._through(upstreams, value)
+            database[option] = self._through(index, value)
         gunicorn_server.write_config(workdir / 'placement.conf', {
             'api': {'auth_strategy': 'noauth2'},
             'placement_database': database,
@@ -555,13 +579,12 @@ class Topology:
         self._stack.callback(server.stop)
         return host
 
-    def _start_haproxy(self, upstreams):
+    def _start_haproxy(self):
         self.port = gunicorn_server.free_port()
         listeners = [
-            ('db-%d' % number, '%s:%d' % listen, '%s:%d' % target)
-            for number, (target, listen) in enumerate(
-                sorted(upstreams.items()), 1)
-            if listen != target]
+            (name, '%s:%d' % listen, '%s:%d' % target)
+            for index, targets in sorted(self.db_listeners.items())
+            for target, (name, listen) in sorted(targets.items())]
         self.haproxy_config.write_text(proxy_config(
             SAMPLE_CONFIG.read_text(), '127.0.0.1:%d' % self.port,
             [(host.name, '%s:%d' % (host.address, API_PORT))
@@ -627,17 +650,40 @@ class Topology:
                 chunks.append(chunk)
         return b''.join(chunks).decode()
 
-    def server_states(self):
-        """{host name: 'UP', 'DOWN', ...} as HAProxy sees the hosts."""
+    def server_stats(self):
+        """{host name: {column: value}}: HAProxy's ``show stat`` rows of
+        the hosts (``status``, ``scur``: requests in progress,
+        ``check_status``, ``check_code``: of the last health check...)."""
         lines = self.haproxy_command('show stat').splitlines()
         header = lines[0].lstrip('# ').split(',')
-        states = {}
+        stats = {}
         for line in lines[1:]:
             row = dict(zip(header, line.split(',')))
             if row.get('pxname') == 'placement_api' and row['svname'] not in (
                     'FRONTEND', 'BACKEND'):
-                states[row['svname']] = row['status']
-        return states
+                stats[row['svname']] = row
+        return stats
+
+    def server_states(self):
+        """{host name: 'UP', 'DOWN', ...} as HAProxy sees the hosts."""
+        return {name: row['status']
+                for name, row in self.server_stats().items()}
+
+    def _host_listeners(self, host):
+        return [name for name, _listen in
+                self.db_listeners[self.hosts.index(host)].values()]
+
+    def cut_database(self, host):
+        """Cut ``host`` off its database servers: HAProxy closes its
+        connections to them and closes every new one at once (its
+        listeners have no server left), until restore_database(host)."""
+        for name in self._host_listeners(host):
+            self.haproxy_command('disable server %s/db' % name)
+            self.haproxy_command('shutdown sessions server %s/db' % name)
+
+    def restore_database(self, host):
+        for name in self._host_listeners(host):
+            self.haproxy_command('enable server %s/db' % name)
 
     def wait_for_state(self, host, state, timeout=30):
         deadline = time.monotonic() + timeout
@@ -650,16 +696,7 @@ class Topology:
 
     def proxy_log(self):
         """Every request HAProxy logged so far, as LogLines."""
-        found = []
-        for line in self.haproxy_log.read_text(errors='replace').splitlines():
-            match = _LOG_LINE.search(line)
-            if match:
-                (status, server, plus, retries, termination, total, method,
-                 path) = match.groups()
-                found.append(LogLine(int(status), server, int(retries),
-                                     bool(plus), termination, int(total),
-                                     method, path))
-        return found
+        return parse_proxy_log(self.haproxy_log.read_text(errors='replace'))
 
     def describe(self):
         """The topology in a few lines, for a test's output."""
