@@ -11,7 +11,11 @@ on a Galera cluster (host i writing through node i) and on PostgreSQL:
   host, nothing over-allocated. HAProxy resends what the dead host
   dropped, except (HAProxy 2.6) the few requests it had accepted but not
   read: those get no answer. At most one per client thread, all in flight
-  at the kill, each held whole or not at all, and safe to send again.
+  at the kill, each held whole or not at all, and safe to send again;
+- a host cut off its database (its database listeners closed) fails its
+  health check (GET /healthcheck answers 503) and is taken out while the
+  others answer everything; back in once its database is back. Every host
+  cut off: HAProxy answers 503 itself, in Placement's format.
 
 What was measured (claims per host, resends, requests left unanswered)
 is printed: run with ``-s`` to see it. The database is read directly.
@@ -223,6 +227,13 @@ def _report(title, **numbers):
 
 # --- Tests -----------------------------------------------------------------
 
+def _sample_lines():
+    """The sample's lines that are not comments, stripped."""
+    return [line.strip() for line in
+            api_hosts.SAMPLE_CONFIG.read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith('#')]
+
+
 def test_sample_config_is_valid():
     if not api_hosts.HAPROXY.exists():
         unavailable('%s is missing: the sample HAProxy configuration is NOT '
@@ -233,6 +244,14 @@ def test_sample_config_is_valid():
     assert checked.returncode == 0, checked.stdout + checked.stderr
     # Test settings only, never in the sample.
     assert 'X-Served-By' not in api_hosts.SAMPLE_CONFIG.read_text()
+
+
+def test_sample_config_checks_health():
+    lines = _sample_lines()
+    # The health check that asks the database, not the version document.
+    checks = [line for line in lines if line.startswith('http-check send')]
+    assert checks == ['http-check send meth GET uri /healthcheck ver '
+                      'HTTP/1.1 hdr Host placement'], checks
 
 
 def test_requests_spread_over_every_host(topology, client):
@@ -544,3 +563,60 @@ def _check_after_kill(topology, client, engine, victim, providers,
                and o.status == 200) > 0
     served = {o.served_by for o in claims if o.status == 204}
     assert len(served) == HOSTS, served
+
+
+def test_host_without_database_is_taken_out(topology, client):
+    """A host cut off its database (its listeners close its connections
+    and every new one) answers its health check 503: HAProxy takes it out,
+    and the others answer every request meanwhile. Back in once its
+    database is back. With every host cut off, HAProxy answers 503 itself,
+    in Placement's format."""
+    cut = topology.hosts[VICTIM]
+    others = {host.name for host in topology.hosts} - {cut.name}
+    uuid = _provider(client, {'VCPU': {'total': 1000}})
+    began = time.monotonic()
+    topology.cut_database(cut)
+    try:
+        topology.wait_for_state(cut, 'DOWN', timeout=10)
+        out_after = time.monotonic() - began
+        row = topology.server_stats()[cut.name]
+        # By its health check's answer: the service's 503, not a timeout.
+        assert (row['check_status'], row['check_code']) == ('L7STS', '503'), (
+            row)
+        outcomes = [_claim(client, {uuid: {'VCPU': 1}}) for _ in range(20)]
+        reads = [client.request('GET', '/resource_providers/' + uuid)
+                 for _ in range(20)]
+    finally:
+        topology.restore_database(cut)
+    topology.wait_for_state(cut, 'UP', timeout=10)
+    _report('host without database (%s)' % topology.database.name,
+            out_after='%.1fs' % out_after, check=row['check_status'],
+            code=row['check_code'])
+    assert [o.status for o in outcomes] == [204] * 20, [
+        (o.status, o.served_by, o.body[:200]) for o in outcomes]
+    assert [r.status_code for r in reads] == [200] * 20
+    served = ({o.served_by for o in outcomes}
+              | {r.headers['X-Served-By'] for r in reads})
+    assert served == others, served
+
+    # Back in: it serves again.
+    served = {client.request('GET', '/resource_providers/' + uuid)
+              .headers.get('X-Served-By') for _ in range(6 * HOSTS)}
+    assert cut.name in served, served
+
+    # Every host cut off: no host to send to.
+    for host in topology.hosts:
+        topology.cut_database(host)
+    try:
+        for host in topology.hosts:
+            topology.wait_for_state(host, 'DOWN', timeout=10)
+        response = client.request('GET', '/resource_providers/' + uuid)
+    finally:
+        for host in topology.hosts:
+            topology.restore_database(host)
+    for host in topology.hosts:
+        topology.wait_for_state(host, 'UP', timeout=10)
+    assert response.status_code == 503, response.text
+    assert 'X-Served-By' not in response.headers
+    assert response.json()['errors'][0]['detail'] == (
+        'No placement API host is available.')
