@@ -2,16 +2,22 @@
 configured from etc/haproxy-placement.cfg (tests/integration/api_hosts.py),
 on a Galera cluster (host i writing through node i) and on PostgreSQL:
 
-- a resent claim is refused, never applied twice, and the other writes
-  are as safe to resend (what the sample's ``retry-on`` relies on);
+- a claim sent again after it was stored is refused (409
+  placement.concurrent_update), never applied twice: why the sample does
+  not resend a request that a host received (its ``retry-on`` has
+  conn-failure only); what a client sees when it sends other writes
+  again;
 - claims racing through HAProxy for the last units of a few providers:
   nothing over-allocated, no 5xx, every 204 stored, several hosts serving;
 - one host SIGKILLed under a steady load of claims and allocation
-  candidates queries: every acknowledged claim stored, no 5xx from any
-  host, nothing over-allocated. HAProxy resends what the dead host
-  dropped, except (HAProxy 2.6) the few requests it had accepted but not
-  read: those get no answer. At most one per client thread, all in flight
-  at the kill, each held whole or not at all, and safe to send again;
+  candidates queries, while it has requests in progress: every
+  acknowledged claim stored, no 5xx from any host, nothing
+  over-allocated, no claim sent twice. The requests in progress on the
+  dead host are not resent: their clients get 502 or their connection
+  closed without an answer, at most one per client thread, each held
+  whole or not at all; the client reads its claim back and sends it again
+  only if it is not there. Requests refused by the dead host are resent
+  to the others;
 - a host cut off its database (its database listeners closed) fails its
   health check (GET /healthcheck answers 503) and is taken out while the
   others answer everything; back in once its database is back. Every host
@@ -68,6 +74,9 @@ SMALL_CAPACITY = 60
 VICTIM = 1  # host2
 # Seconds after the kill a request may still meet the victim's sockets.
 DYING = 0.2
+# Seconds the kill waits, after KILL_AFTER, for the victim to have a
+# request in progress.
+IN_FLIGHT_WAIT = 2.0
 
 
 class Client:
@@ -246,12 +255,15 @@ def test_sample_config_is_valid():
     assert 'X-Served-By' not in api_hosts.SAMPLE_CONFIG.read_text()
 
 
-def test_sample_config_checks_health():
+def test_sample_config_checks_health_and_resends_only_what_no_host_got():
     lines = _sample_lines()
     # The health check that asks the database, not the version document.
     checks = [line for line in lines if line.startswith('http-check send')]
     assert checks == ['http-check send meth GET uri /healthcheck ver '
                       'HTTP/1.1 hdr Host placement'], checks
+    # Nothing a host may have carried out is sent again.
+    assert [line for line in lines if line.startswith('retry-on')] == [
+        'retry-on conn-failure']
 
 
 def test_requests_spread_over_every_host(topology, client):
@@ -262,9 +274,12 @@ def test_requests_spread_over_every_host(topology, client):
 
 
 def test_resent_claim_is_refused(client, engine):
-    """What etc/haproxy-placement.cfg's retry-on relies on: a claim sent
-    again, after it was stored or racing the original, is refused (409
-    placement.concurrent_update) and the claim is held once.
+    """A claim sent again, after it was stored or racing the original, is
+    refused (409 placement.concurrent_update) and the claim is held once:
+    never applied twice, but the sender of the copy sees a 409 for a claim
+    that is in place. Why etc/haproxy-placement.cfg does not resend a
+    request that a host received (it may have stored it): Nova's scheduler
+    fails the boot on that 409.
     """
     uuid = _provider(client, {'VCPU': {'total': 100}})
     resources = {uuid: {'VCPU': 3}}
@@ -318,8 +333,7 @@ def test_resent_claim_is_refused(client, engine):
     assert stored == expected
     assert _over_allocated(engine) == []
 
-    # ... but one that comes late undoes a write made in between (what the
-    # sample configuration warns about).
+    # ... but one that comes late undoes a write made in between.
     generation = client.request(
         'GET', '/allocations/' + old).json()['consumer_generation']
     response = client.request('PUT', '/allocations/' + old, _claim_body(
@@ -332,7 +346,9 @@ def test_resent_claim_is_refused(client, engine):
 
 
 def test_resent_writes(client):
-    """The other writes the sample configuration calls safe to resend."""
+    """The other writes, sent again (as a client may after a 502 or no
+    answer): refused as out of date or already there, or setting the same
+    state again; none applied twice."""
     def twice(method, path, body=None):
         return [client.request(method, path, body).status_code
                 for _ in range(2)]
@@ -413,7 +429,8 @@ def test_racing_claims(topology, client, engine):
 
 def test_host_killed_mid_load(topology, client, engine):
     """Claims (a new consumer each) and allocation candidates queries
-    stream through HAProxy; one host's gunicorn is SIGKILLed half-way.
+    stream through HAProxy; one host's gunicorn is SIGKILLed half-way,
+    once HAProxy sees it with requests in progress.
     """
     victim = topology.hosts[VICTIM]
     big = [_provider(client, {'VCPU': {'total': 100000},
@@ -451,6 +468,7 @@ def test_host_killed_mid_load(topology, client, engine):
         workers.append(pool.submit(reader))
         try:
             time.sleep(KILL_AFTER)
+            busy = _wait_in_progress(topology, victim)
             killed_at = time.time()
             victim.kill()
             dead_at = time.time()
@@ -464,10 +482,21 @@ def test_host_killed_mid_load(topology, client, engine):
         topology.wait_for_state(victim, 'DOWN', timeout=5)
         _check_after_kill(topology, client, engine, victim, big + [small],
                           outcomes, topology.proxy_log()[log_start:],
-                          (killed_at, dead_at), took)
+                          (killed_at, dead_at), took, busy)
     finally:
         victim.start()
         topology.wait_for_state(victim, 'UP')
+
+
+def _wait_in_progress(topology, host):
+    """Until HAProxy has requests in progress on ``host`` (at most
+    IN_FLIGHT_WAIT seconds); how many it had last."""
+    deadline = time.monotonic() + IN_FLIGHT_WAIT
+    while True:
+        in_progress = int(topology.server_stats()[host.name]['scur'] or 0)
+        if in_progress or time.monotonic() > deadline:
+            return in_progress
+        time.sleep(0.005)
 
 
 def _candidates(client):
@@ -485,31 +514,46 @@ def _candidates(client):
                    at, time.time() - at)
 
 
+def _read_back(client, consumer):
+    """What GET /allocations/{consumer} says is held:
+    {provider: {class: used}}, or None for nothing."""
+    response = client.request('GET', '/allocations/' + consumer)
+    assert response.status_code == 200, response.text
+    held = {provider: entry['resources'] for provider, entry
+            in response.json()['allocations'].items()}
+    return held or None
+
+
 def _check_after_kill(topology, client, engine, victim, providers,
-                      outcomes, logged, kill, took):
+                      outcomes, logged, kill, took, busy):
     claims = [o for o in outcomes if o.kind == 'claim']
     # Answered 5xx by a host (X-Served-By): never, the victim included.
     host_errors = [o for o in outcomes if o.status is not None
                    and o.status >= 500 and o.served_by is not None]
-    # No answer, or HAProxy's own error: the requests HAProxy 2.6 does not
-    # resend, those the victim had accepted but not read when it died
-    # (their connections are reset; see etc/haproxy-placement.cfg).
+    # No answer, or HAProxy's own error: the requests in progress on the
+    # victim when it died, which HAProxy does not resend (the sample's
+    # retry-on): 502, or (not the first request of its connection) the
+    # connection closed without an answer.
     dropped = [o for o in outcomes if o.served_by is None
                and (o.status is None or o.status >= 500)]
     stored = _stored(engine, providers)
     acknowledged = {o.consumer: o.resources for o in claims
                     if o.status == 204}
-    resent = [o for o in claims if o.status == 409
-              and _error(o).get('code') == CONCURRENT_UPDATE]
+    # A claim refused as already there: only a copy sent twice would be.
+    sent_twice = [o for o in claims if o.status == 409
+                  and _error(o).get('code') == CONCURRENT_UPDATE]
     dropped_claims = [o for o in dropped if o.kind == 'claim']
-    # What a client does with a dropped claim: send it again.
+    # What a client does with a dropped claim: read it back, and send it
+    # again only if it is not there.
+    read_back = {o.consumer: _read_back(client, o.consumer)
+                 for o in dropped_claims}
     again = {o.consumer: _claim(client, o.resources, o.consumer)
-             for o in dropped_claims}
-    retried = [line for line in logged if line.retries]
+             for o in dropped_claims if read_back[o.consumer] is None}
+    resent = [line for line in logged if line.retries]
     _report(
         'host killed (%s)' % topology.database.name,
         seconds='%.1f' % took, kill_took='%.3f' % (kill[1] - kill[0]),
-        requests=len(outcomes),
+        in_progress_at_kill=busy, requests=len(outcomes),
         statuses=dict(collections.Counter(
             (o.kind, o.status) for o in outcomes)),
         claims_per_host=dict(collections.Counter(
@@ -519,11 +563,10 @@ def _check_after_kill(topology, client, engine, victim, providers,
             (o.kind, o.status) for o in dropped)),
         dropped_claims_stored=sum(
             1 for o in dropped_claims if o.consumer in stored),
-        resent_by_proxy=len(retried),
-        redispatched=sum(1 for line in retried if line.redispatched),
-        proxy_logged_5xx=sum(1 for line in logged if line.status >= 500),
-        resent_claims_refused=len(resent),
-        of_which_stored=sum(1 for o in resent if o.consumer in stored))
+        resent_by_proxy=len(resent),
+        proxy_logged_5xx=dict(collections.Counter(
+            (line.status, line.server, line.termination) for line in logged
+            if line.status >= 500)))
 
     assert not host_errors, [(o.status, o.served_by, o.body[:300])
                              for o in host_errors]
@@ -534,29 +577,39 @@ def _check_after_kill(topology, client, engine, victim, providers,
     for o in dropped:
         assert kill[0] <= o.at + o.took and o.at <= kill[1] + DYING, (
             o, kill)
+        assert o.status in (None, 502), o
+    # HAProxy resent only requests the victim refused (conn-failure), to
+    # the hosts left, never one it failed to answer.
+    for line in resent:
+        assert line.redispatched and line.server != victim.name, line
+        assert line.status < 500, line
+    for line in logged:
+        if line.status >= 500:
+            assert line.status == 502 and line.server == victim.name, line
+            assert not line.retries, line
+    # No claim was sent twice: no 409 says it is there already.
+    assert not sent_twice, [(o.served_by, o.body[:300]) for o in sent_twice]
     for consumer, resources in acknowledged.items():
         assert stored.get(consumer) == resources, consumer
-    # A 409 is the small provider's capacity, or HAProxy resending a claim
-    # the victim stored before it died (refused: never applied twice).
+    # A 409 is the small provider's capacity.
     for o in claims:
-        if o in resent:
-            assert stored.get(o.consumer) == o.resources, o.body
-        elif o.status == 409:
+        if o.status == 409:
             assert 'exceed the capacity' in _error(o)['detail'], o.body
         elif o not in dropped:
             assert o.status == 204, (o.status, o.body[:300])
-    # A dropped claim is held whole or not at all; sent again, it gets in
-    # or is refused as already there.
+    # A dropped claim is held whole or not at all, as read back; sent
+    # again if not there, it gets in (or finds the small provider full).
     for o in dropped_claims:
         assert stored.get(o.consumer) in (None, o.resources), o
-        answer = again[o.consumer]
-        if o.consumer in stored:
-            assert answer.status == 409, answer.body
-            assert _error(answer)['code'] == CONCURRENT_UPDATE
-        else:
+        assert read_back[o.consumer] == stored.get(o.consumer), o
+        if o.consumer in again:
+            answer = again[o.consumer]
             assert answer.status in (204, 409), answer.body
+            if answer.status == 409:
+                assert 'exceed the capacity' in _error(answer)['detail']
     # Nothing else got in.
-    assert set(stored) <= set(acknowledged) | {o.consumer for o in resent} | {
+    stored = _stored(engine, providers)
+    assert set(stored) <= set(acknowledged) | {
         o.consumer for o in dropped_claims}
     assert _over_allocated(engine) == []
     assert sum(1 for o in outcomes if o.kind == 'candidates'
