@@ -7,7 +7,9 @@ PidFile and ErrorLog in a temporary folder; the mod_wsgi module is the one
 built for this Python by `pip install mod_wsgi` (tools/integration-deps.sh
 installs it and Apache). Through /placement: links carry the prefix,
 32 clients race for the last units of one provider without over-allocating,
-and the request log reaches Apache's error log, from several processes.
+and the request log reaches Apache's error log, from several processes;
+200 slow clients (tests/integration/test_front_ends.py's) do not stop it,
+alone or behind the HAProxy sample.
 
 mod_wsgi refuses to run daemon processes as root, so when the tests run as
 root Apache is started as www-data; it is given CAP_DAC_READ_SEARCH so that
@@ -20,8 +22,11 @@ import pwd
 import shutil
 import subprocess
 import sys
+import time
+import urllib.parse
 
 import pytest
+import test_front_ends as front_ends
 
 from placement.db import engine as db_engine
 from placement.db import migration
@@ -155,3 +160,40 @@ def test_serves_under_apache(apache):
     client, error_log = apache
     live_server.check_links_carry_prefix(client)
     live_server.claim_races_in_log(error_log, client)
+
+
+@pytest.mark.sqlite_only
+def test_behind_the_haproxy_sample_slow_clients_do_not_stop_apache(
+        apache, tmp_path):
+    """Apache alone gives each slow client one of its worker threads and,
+    for a slow body, a mod_wsgi daemon thread (16 in the sample) until
+    mod_reqtimeout ends it: behind the HAProxy sample (health check at
+    the mount prefix), which passes on only whole requests, 200 slow
+    clients leave normal requests answered at once."""
+    client, _error_log = apache
+    parts = urllib.parse.urlsplit(client.url)
+    sample = front_ends.SAMPLE_CONFIG.read_text().replace(
+        'uri /healthcheck ', 'uri %s/healthcheck ' % parts.path)
+    with front_ends._haproxy(tmp_path, parts.port, sample=sample) as port:
+        url = 'http://127.0.0.1:%d%s' % (port, parts.path)
+        front_ends.wait_until_up(url + '/')
+        with front_ends.SlowClients(port, front_ends.SLOW_CLIENTS):
+            time.sleep(front_ends.DRIP)
+            times, statuses = front_ends._normal_requests(url)
+    assert set(statuses) == {200}, statuses
+    assert front_ends._p99(times) < 1.0, sorted(times)[-10:]
+
+
+@pytest.mark.sqlite_only
+def test_slow_clients_do_not_stop_apache_while_it_has_threads(apache):
+    """Apache alone, with the event MPM's built-in limits (up to 400
+    worker threads), reads each slow request in a worker thread of its
+    own and passes mod_wsgi only whole ones: 200 slow clients leave
+    normal requests answered at once."""
+    client, _error_log = apache
+    port = urllib.parse.urlsplit(client.url).port
+    with front_ends.SlowClients(port, front_ends.SLOW_CLIENTS):
+        time.sleep(front_ends.DRIP)
+        times, statuses = front_ends._normal_requests(client.url)
+    assert set(statuses) == {200}, statuses
+    assert front_ends._p99(times) < 1.0, sorted(times)[-10:]

@@ -196,12 +196,17 @@ def _haproxy(workdir, server_port, servers=None, sample=None):
 def haproxy(shipped_gunicorn, tmp_path_factory):
     with _haproxy(tmp_path_factory.mktemp('haproxy'),
                   shipped_gunicorn.port) as port:
-        # Up once its health check has seen the server.
-        deadline = time.monotonic() + 30
-        while requests.get('http://127.0.0.1:%d' % port).status_code != 200:
-            assert time.monotonic() < deadline, 'the server never came up'
-            time.sleep(0.2)
+        wait_until_up('http://127.0.0.1:%d' % port)
         yield port
+
+
+def wait_until_up(url):
+    """Until HAProxy at ``url`` passes requests on: its health check has
+    seen the server."""
+    deadline = time.monotonic() + 30
+    while requests.get(url, timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, 'the server never came up'
+        time.sleep(0.2)
 
 
 def test_behind_the_haproxy_sample_normal_requests_are_answered_at_once(
