@@ -422,10 +422,15 @@ def api(app):
 
 @pytest.fixture
 def api_factory(backend, conf_factory):
+    """``build(prefix, shared_engine, **overrides)``: an ApiClient of an app
+    configured with ``overrides``, on the backend's engine, or with
+    ``shared_engine=False`` one of its own made from the configuration
+    (reachable or not: the start-up connection check is not made)."""
     def build(prefix='', shared_engine=True, **overrides):
-        engine = backend.engine if shared_engine else None
-        application = placement_app.create_app(
-            conf_factory(**overrides), engine=engine)
+        conf = conf_factory(**overrides)
+        engine = (backend.engine if shared_engine
+                  else db_engine.create_engine(conf))
+        application = placement_app.create_app(conf, engine=engine)
         return ApiClient(application, prefix=prefix)
     return build
 

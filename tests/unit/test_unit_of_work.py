@@ -13,6 +13,8 @@ SESSION = 'db/session.py'
 # nor fall back to the primary. Nothing else begins a transaction.
 JUSTIFIED = {(module, 'connect'): 'a replica lag check' for module in (
     'db/replica.py', 'db/backends/mysql.py', 'db/backends/postgresql.py')}
+# The service's start-up check that the database answers at all.
+JUSTIFIED[('db/engine.py', 'connect')] = 'the start-up connection check'
 
 
 def _opened():
