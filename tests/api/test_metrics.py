@@ -307,3 +307,14 @@ def test_multiprocess_directory_sums_processes(backend, tmp_path):
         'metrics'])
     assert _requests(samples, '/resource_providers', 'GET', '200') == 5
     assert _value(samples, 'placement_db_pool_size') == pool_size / 2
+
+
+@pytest.mark.sqlite_only
+def test_no_replica_gauges_without_a_replica(backend, tmp_path):
+    # In a fresh process (this one may have checked a replica already):
+    # a gauge would say 0, "replica not usable", where there is none.
+    samples = _parse(_worker(backend.url, tmp_path, 1, scrape=True)[
+        'metrics'])
+    assert _value(samples, 'placement_database_up') == 1
+    assert not [name for name, _labels in samples
+                if name.startswith('placement_replica_')]

@@ -156,7 +156,7 @@ def test_an_unreachable_replica_is_never_noticed(backend, api_factory):
         assert len(response.json['allocation_requests']) == 1
         time.sleep(0.1)
     samples = _scrape(api)
-    assert _value(samples, 'placement_replica_usable') == 0
+    assert samples[('placement_replica_usable', ())] == 0
 
 
 def test_the_health_check_tells_whether_reads_go_to_the_replica(

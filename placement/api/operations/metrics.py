@@ -9,7 +9,8 @@ What is measured:
   server-side retries they caused (placement.api.resources.allocations);
 - allocation candidate generation: duration, and candidates returned;
 - reads by the database server that answered them (primary or replica),
-  and the last replica check's lag and verdict;
+  and the last replica check's lag and verdict (only once a replica was
+  checked: a service without one has no replica gauges);
 - the database connection pool of this process: size and checked out;
 - at scrape time, with one aggregate query: total, reserved, capacity
   ((total - reserved) * allocation_ratio) and used amounts of every
@@ -29,6 +30,7 @@ import ipaddress
 import logging
 import math
 import os
+import threading
 import time
 from typing import Any
 
@@ -112,14 +114,11 @@ DATABASE_READS = prometheus_client.Counter(
     'Reads of API requests, by the server that answered them: primary, '
     'or replica ([placement_database] slave_connection).', ['server'],
     registry=_REGISTRY)
-REPLICA_LAG = prometheus_client.Gauge(
-    'placement_replica_lag_seconds',
-    'Replica lag found by the last check (NaN when it could not be read).',
-    registry=_REGISTRY, multiprocess_mode='livemostrecent')
-REPLICA_USABLE = prometheus_client.Gauge(
-    'placement_replica_usable',
-    'Whether the last check let reads go to the replica (1) or not (0).',
-    registry=_REGISTRY, multiprocess_mode='livemostrecent')
+# The replica gauges: made at the first replica check, so that a service
+# without a replica exports none (a gauge exists, at 0, from its creation
+# on; "replica not usable" would then be what every such service says).
+_REPLICA_GAUGES: list[prometheus_client.Gauge] = []
+_REPLICA_GAUGES_LOCK = threading.Lock()
 
 
 def database_read(server: str) -> None:
@@ -129,8 +128,28 @@ def database_read(server: str) -> None:
 
 def replica_checked(check: replica_db.Check) -> None:
     """placement.db.replica.Replica ``on_check`` hook."""
-    REPLICA_LAG.set(math.nan if check.lag is None else check.lag)
-    REPLICA_USABLE.set(1 if check.healthy else 0)
+    lag, usable = _replica_gauges()
+    lag.set(math.nan if check.lag is None else check.lag)
+    usable.set(1 if check.healthy else 0)
+
+
+def _replica_gauges() -> list[prometheus_client.Gauge]:
+    """(lag, usable), created on first use."""
+    with _REPLICA_GAUGES_LOCK:
+        if not _REPLICA_GAUGES:
+            _REPLICA_GAUGES.extend((
+                prometheus_client.Gauge(
+                    'placement_replica_lag_seconds',
+                    'Replica lag found by the last check (NaN when it '
+                    'could not be read).',
+                    registry=_REGISTRY, multiprocess_mode='livemostrecent'),
+                prometheus_client.Gauge(
+                    'placement_replica_usable',
+                    'Whether the last check let reads go to the replica '
+                    '(1) or not (0).',
+                    registry=_REGISTRY, multiprocess_mode='livemostrecent'),
+            ))
+        return _REPLICA_GAUGES
 
 
 def multiprocess_dir() -> str | None:
