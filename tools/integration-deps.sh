@@ -6,7 +6,8 @@
 # (its tests are not only integration ones), and what tools/galera.sh runs
 # its MariaDB Galera cluster with (mariadb-server, galera-4, rsync for SST,
 # haproxy), the PostgreSQL server tools/pg-replica.sh runs (postgresql,
-# when no version is installed), and Patroni and etcd for tools/patroni.sh.
+# when no version is installed), Patroni and etcd for tools/patroni.sh, and
+# promtool (prometheus) for the tests of etc/prometheus/'s rules.
 # Idempotent: each step runs only when its result is missing (apt is not
 # called at all when every package is installed, so a running system MariaDB
 # or PostgreSQL is never upgraded or restarted), and the package lists are
@@ -29,6 +30,10 @@ APT_PACKAGES+=(mariadb-server galera-4 rsync haproxy)
 # tools/patroni.sh (the fault tests): PostgreSQL under Patroni, with etcd
 # holding the leader key.
 APT_PACKAGES+=(patroni etcd-server)
+# promtool, for the tests of the Prometheus rules (etc/prometheus/). The
+# package also brings a Prometheus server, which systemd starts where it
+# runs; the tests use promtool alone.
+APT_PACKAGES+=(prometheus)
 # tools/pg-replica.sh: any installed PostgreSQL server's binaries will do
 # (/usr/lib/postgresql/*/bin: initdb, pg_ctl, postgres, pg_basebackup), so
 # the package is only asked for when there are none; a system cluster that
