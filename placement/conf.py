@@ -5,6 +5,7 @@ placement so that an existing placement.conf works unchanged.
 """
 
 from collections.abc import Iterable
+from importlib import metadata
 import os
 
 from oslo_config import cfg
@@ -15,6 +16,7 @@ from oslo_middleware import sizelimit
 from oslo_policy import opts as policy_opts
 
 PROJECT = 'placement'
+DISTRIBUTION = 'placement-fast'
 CONFIG_FILE = 'placement.conf'
 CONFIG_DIR_ENV = 'OS_PLACEMENT_CONFIG_DIR'
 # Stands in for the project/user of consumers written before microversion 1.8.
@@ -330,18 +332,31 @@ def _config_sources(config_files):
     return ['--config-dir', dirname], [], []
 
 
+def version_string() -> str:
+    """The installed version of this service ('unknown' when it runs
+    from a checkout that was never installed)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return 'unknown'
+
+
 def load_config(argv: Iterable[str] | None = None,
                 config_files: Iterable[str] | None = None,
-                cli_opts: Iterable[cfg.Opt] = ()) -> cfg.ConfigOpts:
+                cli_opts: Iterable[cfg.Opt] = (),
+                prog: str = PROJECT) -> cfg.ConfigOpts:
     """Return a new, parsed ConfigOpts for placement.
 
     argv is never taken from sys.argv: the WSGI server owns it. Commands
-    pass their own ``cli_opts`` (sub-commands) to parse with it.
+    pass their own ``cli_opts`` (sub-commands) to parse with it, and their
+    name as ``prog`` for usage and help. ``--version`` prints
+    version_string() and exits.
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
     conf.register_cli_opts(cli_opts)
     extra_args, files, dirs = _config_sources(config_files)
-    conf(list(argv or []) + extra_args, project=PROJECT, prog=PROJECT,
+    conf(list(argv or []) + extra_args, project=PROJECT, prog=prog,
+         version=version_string(),
          default_config_files=files, default_config_dirs=dirs)
     return conf

@@ -10,6 +10,8 @@ from placement.db import migration
 from placement.db import online_migrations
 from placement.db import session
 
+PROG = 'placement-manage'
+
 
 def _sync(conf, database):
     migration.upgrade(database.engine)
@@ -75,17 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     command = cfg.SubCommandOpt('command', title='Command',
                                 handler=_add_commands)
     conf = placement_conf.load_config(
-        sys.argv[1:] if argv is None else argv, cli_opts=[command])
+        sys.argv[1:] if argv is None else argv, cli_opts=[command],
+        prog=PROG)
     func = getattr(conf.command, 'func', None)
     if func is None:
-        print('usage: placement-manage db {sync,version,stamp,'
-              'online_data_migrations} | candidates explain | audit',
+        print('usage: %s db {sync,version,stamp,'
+              'online_data_migrations} | candidates explain | audit' % PROG,
               file=sys.stderr)
         return 2
     try:
         engine = db_engine.create_engine(conf, bounded=False)
     except db_engine.DatabaseConfigError as exc:
-        print('placement-manage: %s' % exc, file=sys.stderr)
+        print('%s: %s' % (PROG, exc), file=sys.stderr)
         return 1
     try:
         return func(conf, session.Database(engine))

@@ -1,4 +1,5 @@
 """placement-manage and placement-status against a real database."""
+from importlib import metadata
 import uuid
 
 import pytest
@@ -13,6 +14,24 @@ def _write_conf(tmp_path, url):
     path = tmp_path / 'placement.conf'
     path.write_text('[placement_database]\nconnection = %s\n' % url)
     return str(path)
+
+
+def test_version_option_prints_the_version(capsys):
+    with pytest.raises(SystemExit) as exited:
+        manage.main(['--version'])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == metadata.version(
+        'placement-fast')
+
+
+@pytest.mark.parametrize('argv', [['--help'], ['db', '--help'],
+                                  ['db', 'online_data_migrations', '--help']])
+def test_usage_names_the_command(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        manage.main(argv)
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(
+        'usage: placement-manage ' + ' '.join(argv[:-1]))
 
 
 def test_db_version_reports_head(backend, tmp_path, capsys):
