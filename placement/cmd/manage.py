@@ -1,7 +1,9 @@
 """placement-manage: database administration."""
+import logging
 import sys
 
 from oslo_config import cfg
+import prettytable
 
 from placement import conf as placement_conf
 from placement.cmd import operator_commands
@@ -10,6 +12,7 @@ from placement.db import migration
 from placement.db import online_migrations
 from placement.db import session
 
+LOG = logging.getLogger(__name__)
 PROG = 'placement-manage'
 
 
@@ -28,25 +31,100 @@ def _stamp(conf, database):
     return 0
 
 
+# Without --max-count, batches of this many records run until one
+# migrates nothing.
+BATCH_SIZE = 50
+# Exit statuses of db online_data_migrations, as upstream's.
+MIGRATED_SOME, FAILED, BAD_MAX_COUNT = 1, 2, 127
+
+
+def _root_provider_ids(connection, conf, count):
+    return online_migrations.set_root_provider_ids(connection, count)
+
+
+def _incomplete_consumers(connection, conf, count):
+    return online_migrations.create_incomplete_consumers(
+        connection, conf.placement.incomplete_consumer_project_id,
+        conf.placement.incomplete_consumer_user_id, count)
+
+
+# Each online data migration's name and its function, which fixes at most
+# ``count`` records and says how many it fixed.
+ONLINE_MIGRATIONS = (
+    ('set_root_provider_ids', _root_provider_ids),
+    ('create_incomplete_consumers', _incomplete_consumers),
+)
+
+
 def _online_data_migrations(conf, database):
-    results = database.write(_migrate_online, conf)
-    for name, count in results:
-        print('%s: %d row(s) migrated' % (name, count))
-    return 0
+    """Run the migrations in batches and print what each found and fixed.
+
+    Exit status: 0 when nothing is left to migrate (or nothing could be),
+    1 when --max-count was given and its batch migrated something (run
+    again until 0), 2 when a migration failed and the last batch
+    migrated nothing, 127 for a --max-count that is not a positive
+    integer.
+    """
+    max_count = conf.command.max_count
+    limited = max_count is not None
+    if limited:
+        try:
+            max_count = int(max_count)
+        except ValueError:
+            max_count = 0
+        if max_count < 1:
+            print('Must supply a positive value for max_count')
+            return BAD_MAX_COUNT
+    else:
+        max_count = BATCH_SIZE
+        print('Running batches of %d until complete' % max_count)
+    totals: dict[str, list[int]] = {}
+    while True:
+        batch, failed = _migration_batch(conf, database, max_count)
+        migrated = 0
+        for name, (found, done) in batch.items():
+            total = totals.setdefault(name, [0, 0])
+            total[0] += found
+            total[1] += done
+            migrated += done
+        if limited or not migrated:
+            break
+    table = prettytable.PrettyTable(['Migration', 'Total Found', 'Completed'])
+    for name, (found, done) in totals.items():
+        table.add_row([name, found, done])
+    print(table)
+    # A failure counts unless a limited run still made progress: what it
+    # migrated may be what the failed migration waits for.
+    if failed and not (limited and migrated):
+        print('Some migrations failed unexpectedly. Check log for details.')
+        return FAILED
+    return MIGRATED_SOME if migrated else 0
 
 
-def _migrate_online(connection, conf):
-    """Each online data migration's name and the rows it migrated."""
-    batch = conf.command.max_count
-    incomplete = conf.placement
-    return [
-        ('set_root_provider_ids',
-         online_migrations.set_root_provider_ids(connection, batch)),
-        ('create_incomplete_consumers',
-         online_migrations.create_incomplete_consumers(
-             connection, incomplete.incomplete_consumer_project_id,
-             incomplete.incomplete_consumer_user_id, batch)),
-    ]
+def _migration_batch(conf, database, max_count):
+    """One batch: the migrations in turn, each in its own transaction,
+    until ``max_count`` records are migrated. Returns ({name: (found,
+    migrated)} of those that ran, whether any failed)."""
+    results = {}
+    failed = False
+    migrated = 0
+    for name, migrate in ONLINE_MIGRATIONS:
+        try:
+            done = database.write(migrate, conf, max_count - migrated)
+        except Exception:
+            print('Error attempting to run %s' % name)
+            LOG.exception('Online data migration %s failed', name)
+            failed = True
+            done = 0
+        if done:
+            print('%d rows matched query %s, %d migrated'
+                  % (done, name, done))
+        # A migration fixes every record it finds: found is migrated.
+        results[name] = (done, done)
+        migrated += done
+        if migrated >= max_count:
+            break
+    return results, failed
 
 
 def _add_db_commands(subparsers):
@@ -63,8 +141,14 @@ def _add_db_commands(subparsers):
     stamp.add_argument('version', help='The revision to record.')
     stamp.set_defaults(func=_stamp)
     online = commands.add_parser(
-        'online_data_migrations', help='Run online data migrations.')
-    online.add_argument('--max-count', type=int, default=None)
+        'online_data_migrations', help='Run the online data migrations.',
+        description='Run the online data migrations: fix, in batches, '
+                    'records that data written by old releases left '
+                    'incomplete.')
+    online.add_argument(
+        '--max-count', metavar='<number>', default=None,
+        help='Maximum number of records to migrate in this run (default: '
+             'all of them, in batches of %d).' % BATCH_SIZE)
     online.set_defaults(func=_online_data_migrations)
 
 
