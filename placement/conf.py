@@ -309,8 +309,10 @@ def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
     """Options for ``oslo-config-generator --namespace placement.conf``."""
     return [('DEFAULT', list(default_opts))] + [
         (group, list(opts)) for group, opts in _GROUPED_OPTS] + [
-        # Listed here for its default, which is not oslo.middleware's.
-        ('oslo_middleware', list(sizelimit.OPTS))]
+        # max_request_body_size for its default, which is not
+        # oslo.middleware's.
+        ('oslo_middleware',
+         list(http_proxy_to_wsgi.OPTS) + list(sizelimit.OPTS))]
 
 
 def _config_sources(config_files):

@@ -1,10 +1,11 @@
 """Application factory: the Flask app and the WSGI middleware around it.
 
 Outermost first: default Accept, the operator endpoints (health, OpenAPI,
-metrics: placement.api.operations.extensions), CORS (when configured),
-request id, the request log, authentication (keystone or noauth2), then
-Flask, which negotiates the microversion, routes, checks policy and
-renders errors (placement.api.pipeline).
+metrics: placement.api.operations.extensions), oslo.middleware's
+HTTPProxyToWSGI (when [oslo_middleware] enable_proxy_headers_parsing),
+CORS (when configured), request id, the request log, authentication
+(keystone or noauth2), then Flask, which negotiates the microversion,
+routes, checks policy and renders errors (placement.api.pipeline).
 """
 import http
 
@@ -12,6 +13,7 @@ import flask
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_middleware import cors as cors_middleware
+from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_middleware
 import sqlalchemy as sa
 from werkzeug import exceptions as http_exceptions
@@ -52,6 +54,15 @@ def create_app(conf: cfg.ConfigOpts,
     wsgi = request_id_middleware.RequestId(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_middleware.CORS(wsgi, conf)
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        # The scheme, host, path prefix and client address a reverse proxy
+        # forwards (Forwarded, X-Forwarded-*) become the request's, so
+        # links, Location headers and the request log show what the
+        # client used. Only the API's requests: the operator endpoints
+        # keep the connection's address, which the metrics' access rule
+        # checks. Not installed while the option is off (its default):
+        # it would do nothing but cost every request time.
+        wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
     wsgi = extensions.wrap(wsgi, app, conf, engine)
     return _DefaultAccept(wsgi)
 
