@@ -303,6 +303,17 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(cors.CORS_OPTS, 'cors')
     conf.register_opts(http_proxy_to_wsgi.OPTS, 'oslo_middleware')
     conf.register_opts(sizelimit.OPTS, 'oslo_middleware')
+    _register_profiler_opts(conf)
+
+
+def _register_profiler_opts(conf: cfg.ConfigOpts) -> None:
+    """osprofiler's [profiler] options, when it is installed (it is
+    optional: placement.api.middleware.profiler)."""
+    try:
+        from osprofiler import opts as profiler_opts
+    except ImportError:
+        return
+    profiler_opts.set_defaults(conf)
 
 
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:

@@ -1,6 +1,7 @@
 """Application factory: the Flask app and the WSGI middleware around it.
 
-Outermost first: default Accept, the operator endpoints (health, OpenAPI,
+Outermost first: default Accept, osprofiler (when installed and enabled:
+placement.api.middleware.profiler), the operator endpoints (health, OpenAPI,
 metrics: placement.api.operations.extensions), oslo.middleware's
 HTTPProxyToWSGI (when [oslo_middleware] enable_proxy_headers_parsing),
 CORS (when configured), request id, the request log, authentication
@@ -22,6 +23,7 @@ from placement import policy
 from placement.api import replica_routes
 from placement.api import routes
 from placement.api.middleware import auth
+from placement.api.middleware import profiler
 from placement.api.middleware import requestlog
 from placement.api.operations import extensions
 from placement.api.operations import metrics
@@ -64,6 +66,7 @@ def create_app(conf: cfg.ConfigOpts,
         # it would do nothing but cost every request time.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
     wsgi = extensions.wrap(wsgi, app, conf, engine)
+    wsgi = profiler.wrap(wsgi, conf)
     return _DefaultAccept(wsgi)
 
 

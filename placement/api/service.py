@@ -6,6 +6,7 @@ from oslo_log import log as oslo_log
 
 from placement.api import app
 from placement.api.middleware import auth
+from placement.api.middleware import profiler
 from placement.api.pipeline.wsgi_types import WSGIApplication
 from placement.db import engine as db_engine
 
@@ -35,6 +36,7 @@ def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
                  'has no effect here (the candidate engine does not need '
                  'it); it is accepted so that upstream\'s configuration '
                  'files load.')
+    profiler.init(conf)
     try:
         return app.create_app(conf)
     except db_engine.CANNOT_START as exc:
