@@ -258,12 +258,30 @@ metrics_opts = [
              'needed.'),
 ]
 
+healthcheck_group = cfg.OptGroup(
+    'healthcheck',
+    title='Health check (extension)',
+    help='GET /healthcheck, not part of the Placement API. The option has '
+         'the name and meaning of oslo.middleware\'s healthcheck '
+         'disable_by_file_path.')
+
+healthcheck_opts = [
+    cfg.StrOpt(
+        'disable_by_file_path',
+        help='While a file exists at this path, GET /healthcheck answers '
+             '503 with "status": "disabled", whatever the database says, '
+             'so that a load balancer checking it drains this host; the '
+             'API itself keeps answering. Remove the file to put the host '
+             'back. Unset: never disabled.'),
+]
+
 _GROUPED_OPTS = (
     (api_group, api_opts),
     (placement_group, placement_opts),
     (database_group, database_opts),
     (workarounds_group, workarounds_opts),
     (metrics_group, metrics_opts),
+    (healthcheck_group, healthcheck_opts),
 )
 
 # Headers and methods placement clients use cross-origin (upstream's values).

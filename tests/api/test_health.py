@@ -84,3 +84,43 @@ def test_unanswered_check_times_out_and_is_shared():
         assert engine.attempts == 1
     finally:
         engine.release.set()
+
+
+@pytest.mark.sqlite_only
+def test_disable_by_file_drains_the_host(api_factory, tmp_path, caplog):
+    """While the file exists the check answers 503 (the database still
+    reported) and the API goes on answering; removing it restores 200."""
+    drain = tmp_path / 'drain'
+    api = api_factory(healthcheck={'disable_by_file_path': str(drain)})
+    assert api.get('/healthcheck', token=None).status_code == 200
+
+    drain.touch()
+    for _ in range(2):
+        response = api.get('/healthcheck', token=None, version=None)
+        assert response.status_code == 503
+        assert response.json == {'status': 'disabled', 'database': 'ok'}
+        assert response.headers['Content-Type'] == 'application/json'
+        assert response.headers['Cache-Control'] == 'no-store'
+    assert api.request('HEAD', '/healthcheck', token=None).status_code == 503
+    assert api.get('/traits').status_code == 200
+    # Said once, when it changed.
+    assert caplog.text.count('Health check disabled: %s exists' % drain) == 1
+
+    drain.unlink()
+    response = api.get('/healthcheck', token=None)
+    assert response.status_code == 200
+    assert response.json == {'status': 'ok', 'database': 'ok'}
+    assert 'Health check enabled again' in caplog.text
+
+
+@pytest.mark.sqlite_only
+def test_disabled_with_database_down(backend, api_factory, tmp_path):
+    drain = tmp_path / 'drain'
+    drain.touch()
+    api = api_factory(
+        shared_engine=False,
+        placement_database={'connection': DEAD_DATABASES[backend.name]},
+        healthcheck={'disable_by_file_path': str(drain)})
+    response = api.get('/healthcheck', token=None)
+    assert response.status_code == 503
+    assert response.json == {'status': 'disabled', 'database': 'unreachable'}

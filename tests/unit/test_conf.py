@@ -56,7 +56,8 @@ def test_connection_is_secret():
 def test_list_opts_groups():
     names = [getattr(g, 'name', g) for g, _ in conf.list_opts()]
     assert names == ['DEFAULT', 'api', 'placement', 'placement_database',
-                     'workarounds', 'metrics', 'oslo_middleware']
+                     'workarounds', 'metrics', 'healthcheck',
+                     'oslo_middleware']
 
 
 def test_request_body_size_limit_default():

@@ -34,7 +34,8 @@ def wrap(pipeline: WSGIApplication, flask_app: flask.Flask,
     """``pipeline`` (the API) behind the operator endpoints."""
     endpoints: dict[str, WSGIApplication] = {
         health.PATH: health.HealthCheck(
-            engine, replica=flask_app.config['PLACEMENT_DATABASE'].replica),
+            engine, replica=flask_app.config['PLACEMENT_DATABASE'].replica,
+            disable_by_file=conf.healthcheck.disable_by_file_path),
         openapi.PATH: openapi.Endpoint(flask_app),
     }
     if conf.metrics.enabled:

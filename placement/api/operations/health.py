@@ -5,6 +5,11 @@ microversion, no request log line.
     200 {"status": "ok", "database": "ok"}
     503 {"status": "error", "database": "unreachable"}   the query failed
     503 {"status": "error", "database": "timeout"}       no answer in time
+    503 {"status": "disabled", "database": "ok"}          drained by file
+
+While the file [healthcheck] disable_by_file_path names exists, the check
+answers 503 with ``"status": "disabled"`` (the database still checked and
+reported), so that load balancers drain the host before it is stopped.
 
 With a read replica ([placement_database] slave_connection) the body
 also says whether reads go to it: ``"replica": "ok"``, or why not (its
@@ -19,6 +24,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from concurrent import futures
 import logging
+import os
 import threading
 from typing import Any
 
@@ -38,7 +44,8 @@ class HealthCheck:
 
     def __init__(self, engine: sqlalchemy.engine.Engine,
                  timeout: float = TIMEOUT,
-                 replica: replica_db.Replica | None = None) -> None:
+                 replica: replica_db.Replica | None = None,
+                 disable_by_file: str | None = None) -> None:
         # The primary alone, unsynced and uncounted: a health check
         # neither writes nor is a read of the API.
         self._primary = session.Database(engine)
@@ -48,13 +55,17 @@ class HealthCheck:
         self._executor = futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix='placement-healthcheck')
         self._in_flight: futures.Future[None] | None = None
+        self._disable_by_file = disable_by_file
+        self._disabled = False
 
     def __call__(self, environ: dict[str, Any],
                  start_response: Callable[..., Any]) -> Iterable[bytes]:
         database = self.database_status()
         healthy = database == 'ok'
-        body: dict[str, str | None] = {
-            'status': 'ok' if healthy else 'error', 'database': database}
+        status = 'ok' if healthy else 'error'
+        if self.disabled():
+            healthy, status = False, 'disabled'
+        body: dict[str, str | None] = {'status': status, 'database': database}
         if self._replica is not None:
             body['replica'] = self.replica_status()
         response = webob.Response(
@@ -63,6 +74,20 @@ class HealthCheck:
             content_type='application/json', charset=None)
         response.cache_control = 'no-store'
         return response(environ, start_response)
+
+    def disabled(self) -> bool:
+        """Whether the disable_by_file_path file exists (logged when that
+        changes)."""
+        path = self._disable_by_file
+        disabled = path is not None and os.path.exists(path)
+        if disabled != self._disabled:
+            self._disabled = disabled
+            if disabled:
+                LOG.warning('Health check disabled: %s exists; answering '
+                            '503 until it is removed', path)
+            else:
+                LOG.warning('Health check enabled again: %s is gone', path)
+        return disabled
 
     def replica_status(self) -> str | None:
         """'ok', or why reads do not go to the replica; None without
