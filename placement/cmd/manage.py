@@ -176,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         return func(conf, session.Database(engine))
-    except db_engine.UnusableServer as exc:
-        # Refused on connecting, before anything was written.
-        print('placement-manage: %s' % exc, file=sys.stderr)
+    except (db_engine.UnusableServer, migration.LeftoverTables) as exc:
+        # Refused before anything was written.
+        print('%s: %s' % (PROG, exc), file=sys.stderr)
         return 1
     finally:
         engine.dispose()

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic import config as alembic_config
 from placement.db import session
+from placement.db import tables
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _CANDIDATES = (_HERE / 'migrations', _HERE.parent.parent / 'alembic')
@@ -63,12 +64,44 @@ def _revision(connection):
     return context.get_current_revision()
 
 
+class LeftoverTables(Exception):
+    """The database has tables of placement's schema but no schema
+    revision, and some hold rows: not what an interrupted first sync
+    leaves behind."""
+
+
 def _upgrade(connection, revision):
     # Concurrent upgraders of one database queue for the migration lock.
     # SQLite has none: its single writer lock makes a concurrent upgrader
     # fail with a transient "database is locked" error, and the retry then
     # finds the schema already migrated.
+    if _revision(connection) is None:
+        _drop_what_a_failed_first_sync_left(connection)
     command.upgrade(_config(connection), revision)
+
+
+def _drop_what_a_failed_first_sync_left(connection):
+    """MySQL commits each CREATE TABLE on its own: a first sync that
+    failed half-way leaves some tables and no revision, and a second one
+    would stop on "table already exists". Such tables are empty: they are
+    dropped, and the sync starts again. Tables with rows are refused
+    (LeftoverTables), never dropped."""
+    present = set(sa.inspect(connection).get_table_names())
+    leftovers = [table for name, table in tables.metadata.tables.items()
+                 if name in present]
+    if not leftovers:
+        return
+    holding = sorted(
+        table.name for table in leftovers
+        if connection.execute(sa.select(sa.literal(1)).select_from(table)
+                              .limit(1)).first() is not None)
+    if holding:
+        raise LeftoverTables(
+            'the database has placement tables with rows (%s) but no schema '
+            'revision: if it is a placement database, record its revision '
+            'with "placement-manage db stamp REVISION" first'
+            % ', '.join(holding))
+    tables.metadata.drop_all(connection, tables=leftovers)
 
 
 def _stamp(connection, revision):

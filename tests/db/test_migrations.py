@@ -409,3 +409,32 @@ def test_adopts_upstream_database(new_database, revision, tmp_path):
     finally:
         adopted.dispose()
         fresh.dispose()
+
+
+def _leave_tables_of_a_failed_first_sync(engine):
+    """What MySQL keeps of a first sync that failed half-way: some tables,
+    committed one by one, and no revision."""
+    with engine.begin() as conn:
+        tables.resource_classes.create(conn)
+        tables.resource_providers.create(conn)
+
+
+def test_a_failed_first_sync_can_be_run_again(engine):
+    _leave_tables_of_a_failed_first_sync(engine)
+    migration.upgrade(engine)
+    assert migration.current_revision(engine) == HEAD
+    _assert_matches_tables(engine)
+
+
+def test_tables_with_rows_and_no_revision_are_never_dropped(engine):
+    _leave_tables_of_a_failed_first_sync(engine)
+    with engine.begin() as conn:
+        conn.execute(tables.resource_classes.insert().values(
+            id=10000, name='CUSTOM_KEPT'))
+    with pytest.raises(migration.LeftoverTables) as info:
+        migration.upgrade(engine)
+    assert 'resource_classes' in str(info.value)
+    assert 'db stamp' in str(info.value)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(tables.resource_classes.c.name)
+                            ).scalars().all() == ['CUSTOM_KEPT']
