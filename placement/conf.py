@@ -256,6 +256,37 @@ metrics_opts = [
              'against the connection\'s address (REMOTE_ADDR; behind a '
              'proxy, that is the proxy\'s). Others get 403. No token is '
              'needed.'),
+    cfg.BoolOpt(
+        'provider_metrics',
+        default=False,
+        help='Also report every inventory of every resource provider '
+             'under the names and labels of openstack-exporter\'s '
+             'placement collector (openstack_placement_resource_total, '
+             '_reserved, _allocation_ratio, _usage, _generation, with '
+             'labels hostname (the provider\'s name) and resourcetype; '
+             'and openstack_placement_up), read from the database in one '
+             'statement per scrape. One series per provider and resource '
+             'class.'),
+    cfg.BoolOpt(
+        'aggregate_metrics',
+        default=False,
+        help='Also report capacity ((total - reserved) * '
+             'allocation_ratio) and usage per aggregate and resource '
+             'class, over the providers that are members of the aggregate '
+             '(placement_aggregate_resource_capacity, '
+             'placement_aggregate_resource_used), read from the database '
+             'in one statement per scrape.'),
+    cfg.FloatOpt(
+        'capacity_cache_seconds',
+        default=5.0,
+        min=0,
+        help='While provider_metrics or aggregate_metrics is on, how long '
+             'a process reuses what it read from the database for a '
+             'scrape (these series, the per resource class series and the '
+             'database_up gauges) before reading again, so that several '
+             'scrapers cost one read per process per interval. 0 reads at '
+             'every scrape. Without those options the per resource class '
+             'series are read at every scrape.'),
 ]
 
 healthcheck_group = cfg.OptGroup(

@@ -14,7 +14,12 @@ What is measured:
 - the database connection pool of this process: size and checked out;
 - at scrape time, with one aggregate query: total, reserved, capacity
   ((total - reserved) * allocation_ratio) and used amounts of every
-  resource class, and whether that query reached the database.
+  resource class, and whether that query reached the database;
+- if asked (``provider_metrics``, ``aggregate_metrics``), in one more
+  statement each: every inventory of every provider under
+  openstack-exporter's placement collector names, and capacity and usage
+  per aggregate; with them, what a scrape read serves the scrapes of the
+  next ``capacity_cache_seconds`` too.
 
 Processes: prometheus_client keeps numbers per process. When the
 ``PROMETHEUS_MULTIPROC_DIR`` environment variable names a directory
@@ -26,6 +31,7 @@ that the pool gauges of a dead worker go away. Without the variable, a
 scrape reports the answering process only.
 """
 from collections.abc import Iterator
+import dataclasses
 import ipaddress
 import logging
 import math
@@ -260,7 +266,10 @@ class Endpoint:
     def __init__(self, conf: cfg.ConfigOpts,
                  engine: sqlalchemy.engine.Engine) -> None:
         self._networks = allowed_networks(conf.metrics.allowed_networks)
-        self._database = _DatabaseCollector(engine)
+        self._database = _DatabaseCollector(
+            engine, providers=conf.metrics.provider_metrics,
+            aggregates=conf.metrics.aggregate_metrics,
+            cache_seconds=conf.metrics.capacity_cache_seconds)
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Body:
@@ -310,9 +319,25 @@ def allowed_networks(cidrs: list[str]) -> list[
     return networks
 
 
+@dataclasses.dataclass(frozen=True)
+class _Capacity:
+    """What one scrape read from the database; ``providers`` and
+    ``aggregates`` are None when their series are off."""
+    classes: list[capacity_metrics.ClassCapacity]
+    providers: list[capacity_metrics.ProviderCapacity] | None
+    aggregates: list[capacity_metrics.AggregateCapacity] | None
+
+
 class _DatabaseCollector:
-    """Capacity per resource class, read from the database at scrape time
-    (the same for every process, so never kept in the metric files)."""
+    """Capacity read from the database at scrape time (the same for every
+    process, so never kept in the metric files): per resource class
+    always; per provider (openstack-exporter's names) and per aggregate
+    when asked.
+
+    With either of the latter, one read serves the scrapes of
+    ``cache_seconds``: those are larger, and every scraper of every
+    process would otherwise read them again. Failed reads are not kept.
+    """
 
     _GAUGES = (
         ('total', 'placement_resource_total',
@@ -325,25 +350,98 @@ class _DatabaseCollector:
         ('used', 'placement_resource_used',
          'Allocated amount of a resource class over all providers.'),
     )
+    # openstack-exporter's placement collector: its names, labels and
+    # help texts, so that what was built on it keeps working.
+    _EXPORTER_LABELS = ['hostname', 'resourcetype']
+    _EXPORTER_GAUGES = (
+        ('total', 'openstack_placement_resource_total', 'resource_total'),
+        ('allocation_ratio', 'openstack_placement_resource_allocation_ratio',
+         'resource_allocation_ratio'),
+        ('generation', 'openstack_placement_resource_generation',
+         'resource_generation'),
+        ('reserved', 'openstack_placement_resource_reserved',
+         'resource_reserved'),
+        ('used', 'openstack_placement_resource_usage', 'resource_usage'),
+    )
+    _AGGREGATE_GAUGES = (
+        ('capacity', 'placement_aggregate_resource_capacity',
+         'Allocatable amount of a resource class over the members of an '
+         'aggregate: (total - reserved) * allocation_ratio.'),
+        ('used', 'placement_aggregate_resource_used',
+         'Allocated amount of a resource class over the members of an '
+         'aggregate.'),
+    )
 
-    def __init__(self, engine: sqlalchemy.engine.Engine) -> None:
+    def __init__(self, engine: sqlalchemy.engine.Engine, *,
+                 providers: bool = False, aggregates: bool = False,
+                 cache_seconds: float = 0) -> None:
         self._database = session.Database(engine)
+        self._providers = providers
+        self._aggregates = aggregates
+        self._cache_seconds = cache_seconds if (
+            providers or aggregates) else 0
+        self._lock = threading.Lock()
+        self._cached: _Capacity | None = None
+        self._read_at = 0.0
 
     def collect(self) -> Iterator[prometheus_core.Metric]:
-        try:
-            rows = self._database.read(capacity_metrics.by_resource_class)
-        except sqlalchemy.exc.SQLAlchemyError as exc:
-            LOG.warning('Metrics: cannot read capacity: %s', exc)
-            rows = None
+        capacity = self._capacity()
+        up = 0 if capacity is None else 1
         yield prometheus_core.GaugeMetricFamily(
             'placement_database_up',
             'Whether the capacity query of this scrape reached the database.',
-            value=0 if rows is None else 1)
-        if rows is None:
+            value=up)
+        if self._providers:
+            yield prometheus_core.GaugeMetricFamily(
+                'openstack_placement_up', 'up', value=up)
+        if capacity is None:
             return
         for field, name, documentation in self._GAUGES:
             family = prometheus_core.GaugeMetricFamily(
                 name, documentation, labels=['resource_class'])
-            for row in rows:
+            for row in capacity.classes:
                 family.add_metric([row.resource_class], getattr(row, field))
             yield family
+        if capacity.providers is not None:
+            for field, name, documentation in self._EXPORTER_GAUGES:
+                family = prometheus_core.GaugeMetricFamily(
+                    name, documentation, labels=self._EXPORTER_LABELS)
+                for inventory in capacity.providers:
+                    family.add_metric(
+                        [inventory.provider_name, inventory.resource_class],
+                        getattr(inventory, field))
+                yield family
+        if capacity.aggregates is not None:
+            for field, name, documentation in self._AGGREGATE_GAUGES:
+                family = prometheus_core.GaugeMetricFamily(
+                    name, documentation,
+                    labels=['aggregate', 'resource_class'])
+                for sums in capacity.aggregates:
+                    family.add_metric(
+                        [sums.aggregate_uuid, sums.resource_class],
+                        getattr(sums, field))
+                yield family
+
+    def _capacity(self) -> _Capacity | None:
+        """The last read if younger than the cache time, else a new one
+        (None if the database did not answer). Concurrent scrapes of a
+        process wait for one read rather than each making their own."""
+        with self._lock:
+            if (self._cached is not None and time.monotonic()
+                    < self._read_at + self._cache_seconds):
+                return self._cached
+            try:
+                capacity = self._database.read(self._read)
+            except sqlalchemy.exc.SQLAlchemyError as exc:
+                LOG.warning('Metrics: cannot read capacity: %s', exc)
+                self._cached = None
+                return None
+            self._cached, self._read_at = capacity, time.monotonic()
+            return capacity
+
+    def _read(self, conn: sqlalchemy.Connection) -> _Capacity:
+        return _Capacity(
+            capacity_metrics.by_resource_class(conn),
+            capacity_metrics.by_provider(conn) if self._providers else None,
+            capacity_metrics.by_aggregate(conn) if self._aggregates
+            else None)
