@@ -2,6 +2,7 @@
 capacity per provider (openstack-exporter's names) and per aggregate,
 read in a fixed number of statements and reused for a while.
 """
+from concurrent import futures
 import time
 import uuid
 
@@ -13,6 +14,7 @@ from test_metrics import _scrape
 from test_metrics import _value
 
 from placement.api import app as placement_app
+from placement.db import capacity_metrics
 from placement.db import engine as db_engine
 
 from conftest import ApiClient
@@ -84,6 +86,12 @@ def _counting(engine):
     event.listen(engine, 'before_cursor_execute', count)
     return statements, lambda: event.remove(
         engine, 'before_cursor_execute', count)
+
+
+def _selects(statements):
+    """Those that read (SQLite's BEGIN and the like left out)."""
+    return [statement for statement in statements
+            if statement.split(None, 1)[0].upper() == 'SELECT']
 
 
 @pytest.fixture
@@ -201,6 +209,26 @@ def test_scrapes_within_the_cache_time_do_not_read(api_factory, statements):
 
 
 @pytest.mark.sqlite_only
+def test_concurrent_scrapes_share_one_read(api_factory, statements,
+                                           monkeypatch):
+    api = _api(api_factory)
+    _cloud(api)
+    by_class = capacity_metrics.by_resource_class
+
+    def slow(conn):
+        time.sleep(0.3)
+        return by_class(conn)
+    monkeypatch.setattr(capacity_metrics, 'by_resource_class', slow)
+    before = len(statements)
+    with futures.ThreadPoolExecutor(4) as pool:
+        scrapes = list(pool.map(lambda _: _scrape(api), range(4)))
+    assert len(_selects(statements[before:])) == 3
+    capacity = [{key: value for key, value in scrape.items()
+                 if key[0] in EXPORTER + AGGREGATE} for scrape in scrapes]
+    assert capacity[0] and all(c == capacity[0] for c in capacity)
+
+
+@pytest.mark.sqlite_only
 def test_zero_cache_seconds_reads_every_scrape(api_factory, statements):
     api = _api(api_factory, cache_seconds=0)
     _scrape(api)
@@ -216,8 +244,7 @@ def test_statements_per_scrape_whatever_the_providers(api_factory,
     def cost():
         before = len(statements)
         _scrape(api)
-        return len([statement for statement in statements[before:]
-                    if statement.split(None, 1)[0].upper() == 'SELECT'])
+        return len(_selects(statements[before:]))
     _cloud(api)
     few = cost()
     aggregate = str(uuid.uuid4())
