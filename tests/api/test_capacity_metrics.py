@@ -13,11 +13,7 @@ from test_metrics import _allocate
 from test_metrics import _scrape
 from test_metrics import _value
 
-from placement.api import app as placement_app
 from placement.db import capacity_metrics
-from placement.db import engine as db_engine
-
-from conftest import ApiClient
 
 EXPORTER = ('openstack_placement_resource_total',
             'openstack_placement_resource_reserved',
@@ -257,14 +253,12 @@ def test_statements_per_scrape_whatever_the_providers(api_factory,
     assert few == cost() == 3
 
 
-def test_database_down_reports_not_up(backend, conf_factory):
-    conf = conf_factory(
+def test_database_down_reports_not_up(backend, api_factory):
+    api = api_factory(
+        shared_engine=False,
         placement_database={'connection': DEAD_DATABASES[backend.name]},
         metrics={'enabled': True, 'provider_metrics': True,
                  'aggregate_metrics': True})
-    # An engine of its own: create_app would wait for the database.
-    api = ApiClient(placement_app.create_app(
-        conf, engine=db_engine.create_engine(conf)))
     samples = _scrape(api)
     assert _value(samples, 'openstack_placement_up') == 0
     assert _value(samples, 'placement_database_up') == 0
