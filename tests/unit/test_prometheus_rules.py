@@ -21,7 +21,7 @@ RULES = RULES_DIR / 'placement-rules.yml'
 RULE_TESTS = sorted((RULES_DIR / 'tests').glob('*.yml'))
 
 # Per-provider series, with openstack-exporter's names (labels hostname
-# and resource), which the rules use whichever job exports them.
+# and resourcetype), which the rules use whichever job exports them.
 EXPORTER_NAMES = frozenset((
     'openstack_placement_resource_total',
     'openstack_placement_resource_usage',
