@@ -5,10 +5,12 @@ installs it) runs on a free port with its data directory in a temporary
 directory, scrape and evaluation interval 1 s, and loads
 etc/prometheus/placement-rules.yml. It scrapes, as job ``placement``, two
 gunicorn servers of 3 workers each, each with its own, empty,
-``PROMETHEUS_MULTIPROC_DIR``, ``[metrics] provider_metrics`` on and a
-short capacity cache. Both use one PostgreSQL database of their own (on
-the suite's server, ``PLACEMENT_TEST_PG_URL``), reached through a TCP
-proxy of the test's, which can cut them off it.
+``PROMETHEUS_MULTIPROC_DIR``, ``[metrics] provider_metrics`` and
+``aggregate_metrics`` on and a short capacity cache. Both use one
+PostgreSQL database of their own (on the suite's server,
+``PLACEMENT_TEST_PG_URL``), reached through a TCP proxy of the test's,
+which can cut them off it; the same database is their
+``slave_connection``, so that the replica series exist.
 
 The shipped alerts wait (``for:``) minutes before they fire: 15 for the
 per-provider usage alerts, 2 for the database one. Rather than wait that
@@ -24,7 +26,9 @@ out of reach fires the database alert for both servers, whose scrapes
 still succeed; the request counters, summed by Prometheus, count every
 request sent to either server, whichever worker answered; and the
 capacity series, per resource class and per provider, are what the API
-reports in ``/inventories`` and ``/usages``.
+reports in ``/inventories`` and ``/usages``; and every query of the
+Grafana dashboard (etc/grafana/placement.json), its variables replaced,
+parses and returns series.
 """
 import concurrent.futures
 import contextlib
@@ -45,6 +49,7 @@ import yaml
 
 import api_hosts
 from conftest import unavailable
+import grafana_dashboard
 import gunicorn_server
 
 pytestmark = pytest.mark.integration
@@ -277,11 +282,16 @@ def cloud(tmp_path_factory):
                 'placement_database': {
                     'connection': proxied.render_as_string(
                         hide_password=False),
+                    # The database as its own "replica" (not a standby:
+                    # lag 0), so that the replica series exist.
+                    'slave_connection': proxied.render_as_string(
+                        hide_password=False),
                     'sync_on_startup': 'false',
                 },
                 'metrics': {
                     'enabled': 'true',
                     'provider_metrics': 'true',
+                    'aggregate_metrics': 'true',
                     'capacity_cache_seconds': '0.5',
                 },
             }, workers=WORKERS)
@@ -535,3 +545,47 @@ def test_database_out_of_reach_fires_the_database_alert(cloud):
     wait_for(cloud.all_up, 'the database back for both servers')
     wait_for(lambda: not _alerts(cloud.prometheus.alert_rule(
         TEST_GROUP, alert, 'critical')), 'the database alert resolved')
+
+
+def test_every_dashboard_query_returns_series(cloud):
+    # What the panels show: a provider in an aggregate, a claim on it,
+    # allocation candidates asked of each server (which also checks the
+    # replica).
+    name = 'prom-dash-%s' % uuid.uuid4().hex[:8]
+    provider = cloud.provider(name, {'VCPU': {'total': 8},
+                                     'MEMORY_MB': {'total': 4096}})
+    generation = cloud.request(
+        'GET', '/resource_providers/%s' % provider)['generation']
+    cloud.request('PUT', '/resource_providers/%s/aggregates' % provider,
+                  json={'aggregates': [str(uuid.uuid4())],
+                        'resource_provider_generation': generation})
+    cloud.allocate(provider, {'VCPU': 2, 'MEMORY_MB': 512})
+    for server in range(len(cloud.servers)):
+        cloud.request('GET', '/allocation_candidates', server=server,
+                      params={'resources': 'VCPU:1'})
+
+    queries = grafana_dashboard.queries(grafana_dashboard.committed())
+    assert queries
+
+    def results():
+        """{(panel, refId): error text, or the number of series}."""
+        found = {}
+        for title, ref, expr in queries:
+            response = requests.get(
+                cloud.prometheus.url + '/api/v1/query',
+                params={'query': expr}, timeout=10)
+            body = response.json()
+            if body.get('status') != 'success':
+                found[title, ref] = '%s: %s' % (body.get('error'), expr)
+            else:
+                found[title, ref] = len(body['data']['result'])
+        return found
+
+    def failing():
+        return {key: value for key, value in results().items()
+                if isinstance(value, str) or value < 1}
+
+    # A rate needs two samples of a series in its window: the new series
+    # need a few scrapes.
+    wait_for(lambda: not failing(), 'every dashboard query returns series',
+             describe=failing)
