@@ -23,7 +23,6 @@ import pathlib
 import sys
 
 from grafanalib import core
-from grafanalib._gen import DashboardEncoder
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 OUTPUT = REPO / 'etc' / 'grafana' / 'placement.json'
@@ -289,8 +288,8 @@ def dashboard():
 
 def render():
     """etc/grafana/placement.json's text."""
-    return json.dumps(dashboard().to_json_data(), cls=DashboardEncoder,
-                      indent=2, sort_keys=True) + '\n'
+    return json.dumps(dashboard().to_json_data(), indent=2, sort_keys=True,
+                      default=lambda value: value.to_json_data()) + '\n'
 
 
 def main(argv=None):
