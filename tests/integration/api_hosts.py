@@ -450,7 +450,13 @@ class Topology:
         self._database_listeners()
         for index, address in enumerate(addresses):
             self.hosts.append(self._host(index, address))
+        # The hosts reach their database through HAProxy's listeners, and
+        # the service checks its database as it starts: HAProxy first.
         self._start_haproxy()
+        for host in self.hosts:
+            host.start()
+            self._stack.callback(host.stop)
+        self._wait_every_host_up()
 
     def _network(self):
         """The hosts' addresses, once their network is up."""
@@ -575,8 +581,6 @@ class Topology:
             env={'OS_PLACEMENT_CONFIG_DIR': str(workdir)}, host=address,
             command_prefix=prefix, workers=self.workers, threads=self.threads)
         host = Host('host%d' % number, address, namespace, server)
-        server.start()
-        self._stack.callback(server.stop)
         return host
 
     def _start_haproxy(self):
@@ -603,6 +607,8 @@ class Topology:
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         self._stack.callback(self._stop_haproxy)
+
+    def _wait_every_host_up(self):
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.haproxy.poll() is not None:
