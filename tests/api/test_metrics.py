@@ -19,6 +19,7 @@ from placement.api import app as placement_app
 from placement.api.operations import metrics
 from placement.db import allocation as alloc_db
 
+from api_cloud import Cloud
 import error_text
 
 LOCAL = {'REMOTE_ADDR': '127.0.0.1'}
@@ -53,13 +54,7 @@ def _requests(samples, route, method, status, version='1.39'):
 
 
 def _provider(api, inventories):
-    provider = str(uuid.uuid4())
-    assert api.post('/resource_providers', json={
-        'name': provider, 'uuid': provider}).status_code == 200
-    assert api.put('/resource_providers/%s/inventories' % provider, json={
-        'resource_provider_generation': 0,
-        'inventories': inventories}).status_code == 200
-    return provider
+    return Cloud(api).provider(str(uuid.uuid4()), inventory=inventories)
 
 
 def _allocate(api, provider, resources, **kwargs):
