@@ -142,9 +142,10 @@ def unbounded(conf: Any, engine: sa.Engine) -> Iterator[sa.Engine]:
     """An engine like ``engine`` (made by ``create_engine(conf)``) whose
     work is not bounded by transaction_timeout, for work that takes its
     time (migrations): a new one, disposed of afterwards; or ``engine``
-    itself where nothing bounds it (SQLite, whose in-memory database no
-    other engine would reach)."""
-    if engine.dialect.name == 'sqlite':
+    itself where nothing bounds it (transaction_timeout 0, or SQLite,
+    whose engines are not watched and whose in-memory database no other
+    engine would reach)."""
+    if watchdog.timeout_of(engine) <= 0:
         yield engine
         return
     other = create_engine(conf, bounded=False)

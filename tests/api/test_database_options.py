@@ -15,6 +15,7 @@ from placement.api import app as placement_app
 from placement.api import service
 from placement.db import engine as db_engine
 from placement.db import session
+from placement.db import watchdog
 
 from conftest import ApiClient
 import gunicorn_server
@@ -143,3 +144,19 @@ def test_no_free_pooled_connection_is_a_503(conf_factory):
         engine.dispose()
     assert response.status_code == 503
     assert 'no free connection' in response.json['errors'][0]['detail']
+
+
+@pytest.mark.parametrize('timeout', [5.0, 0.0])
+def test_migrations_at_start_are_not_bounded(backend, conf_factory, timeout):
+    """sync_on_startup migrates on an engine without transaction_timeout:
+    a new one where the service's is bounded, else the service's own (an
+    in-memory SQLite database only its own engine reaches)."""
+    conf = conf_factory(placement_database={'transaction_timeout': timeout})
+    engine = db_engine.create_engine(conf)
+    try:
+        with db_engine.unbounded(conf, engine) as migrating:
+            assert watchdog.timeout_of(migrating) == 0
+            bounded = timeout > 0 and backend.name != 'sqlite'
+            assert (migrating is not engine) == bounded
+    finally:
+        engine.dispose()
