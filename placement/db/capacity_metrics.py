@@ -55,6 +55,13 @@ class AggregateCapacity:
     used: int
 
 
+def _summed_capacity() -> sa.ColumnElement:
+    """The allocatable amount of the inventories summed:
+    (total - reserved) * allocation_ratio."""
+    return sa.func.sum(
+        (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio)
+
+
 def by_resource_class(conn: sa.Connection) -> list[ClassCapacity]:
     """A ClassCapacity for every class some provider has inventory of."""
     inventory = (
@@ -62,8 +69,7 @@ def by_resource_class(conn: sa.Connection) -> list[ClassCapacity]:
             _INV.c.resource_class_id,
             sa.func.sum(_INV.c.total).label('total'),
             sa.func.sum(_INV.c.reserved).label('reserved'),
-            sa.func.sum((_INV.c.total - _INV.c.reserved)
-                        * _INV.c.allocation_ratio).label('capacity'))
+            _summed_capacity().label('capacity'))
         .group_by(_INV.c.resource_class_id)
         .subquery())
     usage = (
@@ -129,9 +135,7 @@ def by_aggregate(conn: sa.Connection) -> list[AggregateCapacity]:
     usage = _provider_usage()
     rows = conn.execute(
         sa.select(
-            _AGG.c.uuid, _RC.c.name,
-            sa.func.sum((_INV.c.total - _INV.c.reserved)
-                        * _INV.c.allocation_ratio),
+            _AGG.c.uuid, _RC.c.name, _summed_capacity(),
             sa.func.sum(sa.func.coalesce(usage.c.used, 0)))
         .select_from(
             _with_usage(usage)
