@@ -33,8 +33,8 @@ Summary.__doc__ = ('A provider of a candidate\'s tree: {class: {"capacity": '
 
 class Shaped(collections.abc.Sequence):
     """The chosen candidates, each shaped into a Candidate only when it
-    is read: an answer of many candidates is encoded as a stream, and the
-    shaped ones are dropped as it goes."""
+    is read: an answer of many candidates can then be shaped and encoded
+    a chunk at a time, the shaped ones dropped as it goes."""
 
     def __init__(self, chosen: list[tuple[int, tuple[int, ...]]],
                  shape: Callable[[Sequence[int]], tuple[Any, Any]]) -> None:
