@@ -33,3 +33,12 @@ preload_app = False
 # with the request id); gunicorn's access log would repeat it.
 accesslog = None
 errorlog = '-'
+
+
+def child_exit(server, worker):
+    """Drop the metrics of a worker that exited (prometheus_client's
+    multiprocess mode: PROMETHEUS_MULTIPROC_DIR, README "Metrics"), so
+    that its pool gauges stop counting. Imported here, in the master, only
+    once a worker has exited: after gunicorn has set raw_env."""
+    from placement.api.operations import multiprocess
+    multiprocess.child_exit(server, worker)

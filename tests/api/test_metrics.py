@@ -16,7 +16,7 @@ from test_health import DEAD_DATABASES
 
 from placement import exception
 from placement.api import app as placement_app
-from placement.api.operations import metrics
+from placement.api.operations import multiprocess as processes
 from placement.db import allocation as alloc_db
 
 from api_cloud import Cloud
@@ -273,7 +273,7 @@ _WORKER = textwrap.dedent('''
 
 
 def _worker(url, directory, requests, scrape=False):
-    env = dict(os.environ, **{metrics.MULTIPROC_DIR_ENV: str(directory)})
+    env = dict(os.environ, **{processes.DIRECTORY_ENV: str(directory)})
     done = subprocess.run(
         [sys.executable, '-c', _WORKER, url, str(requests),
          '1' if scrape else '0'],
@@ -292,12 +292,12 @@ def test_multiprocess_directory_sums_processes(backend, tmp_path):
     assert pool_size > 0 and pool_size % 2 == 0
     # Gauges of processes the server reports dead (gunicorn: the
     # child_exit hook) are dropped; counters stay.
-    os.environ[metrics.MULTIPROC_DIR_ENV] = str(tmp_path)
+    os.environ[processes.DIRECTORY_ENV] = str(tmp_path)
     try:
         for process in (first, second):
-            metrics.child_exit(None, type('Worker', (), process))
+            processes.child_exit(None, type('Worker', (), process))
     finally:
-        del os.environ[metrics.MULTIPROC_DIR_ENV]
+        del os.environ[processes.DIRECTORY_ENV]
     samples = _parse(_worker(backend.url, tmp_path, 0, scrape=True)[
         'metrics'])
     assert _requests(samples, '/resource_providers', 'GET', '200') == 5

@@ -26,7 +26,8 @@ Processes: prometheus_client keeps numbers per process. When the
 before the service starts (gunicorn or mod_wsgi with several processes),
 every process writes its numbers there and a scrape, answered by any of
 them, sums them up; the directory must be empty when the service starts,
-and gunicorn should call ``child_exit`` from its ``child_exit`` hook so
+and gunicorn should call ``multiprocess.child_exit`` from its
+``child_exit`` hook so
 that the pool gauges of a dead worker go away. Without the variable, a
 scrape reports the answering process only.
 """
@@ -35,10 +36,8 @@ import dataclasses
 import ipaddress
 import logging
 import math
-import os
 import threading
 import time
-from typing import Any
 
 from oslo_config import cfg
 import prometheus_client
@@ -52,6 +51,7 @@ import webob
 from werkzeug import exceptions as http_exceptions
 from werkzeug import routing
 
+from placement.api.operations import multiprocess as processes
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
 from placement.api.pipeline.wsgi_types import Body
@@ -64,7 +64,6 @@ from placement.db import session
 
 LOG = logging.getLogger(__name__)
 
-MULTIPROC_DIR_ENV = 'PROMETHEUS_MULTIPROC_DIR'
 # Label value for a request without a matching rule or a parsed version.
 UNKNOWN = '-'
 # Any other method is counted as OTHER: clients choose it, and every label
@@ -156,16 +155,6 @@ def _replica_gauges() -> list[prometheus_client.Gauge]:
                     registry=_REGISTRY, multiprocess_mode='livemostrecent'),
             ))
         return _REPLICA_GAUGES
-
-
-def multiprocess_dir() -> str | None:
-    return os.environ.get(MULTIPROC_DIR_ENV) or None
-
-
-def child_exit(_server: Any, worker: Any) -> None:
-    """gunicorn ``child_exit`` hook: forget a dead worker's gauges."""
-    if multiprocess_dir():
-        multiprocess.mark_process_dead(worker.pid)
 
 
 class candidate_generation:
@@ -295,7 +284,7 @@ class Endpoint:
 
     def _registry(self):
         registry = prometheus_registry.CollectorRegistry()
-        directory = multiprocess_dir()
+        directory = processes.directory()
         if directory:
             multiprocess.MultiProcessCollector(registry, path=directory)
         else:
