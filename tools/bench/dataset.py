@@ -64,7 +64,8 @@ OWNER_TRAIT = 'OWNER_NOVA'
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 DISABLED_EVERY = 50
 # What Nova 2026.2's scheduler adds to every candidates request.
-NOVA_REQUIRED = 'required=%s,!%s' % (OWNER_TRAIT, DISABLED_TRAIT)
+NOVA_TRAITS = '%s,!%s' % (OWNER_TRAIT, DISABLED_TRAIT)
+NOVA_REQUIRED = 'required=' + NOVA_TRAITS
 # The Ironic fleet: one custom class per flavour, with its share of nodes.
 FLEETS = ('nova', 'ironic')
 BAREMETAL_FLAVOURS = (('SMALL', 0.40), ('MEDIUM', 0.30), ('LARGE', 0.15),

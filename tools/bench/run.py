@@ -88,7 +88,7 @@ def parse_args(argv):
                              'free nodes of one flavour')
     parser.add_argument('--scheduler-traits', action='store_true',
                         help='the scheduler loop asks as Nova 2026.2 does, '
-                             'with required=%s' % dataset.NOVA_REQUIRED[9:])
+                             'with required=%s' % dataset.NOVA_TRAITS)
     parser.add_argument('--periodic-seconds', type=float,
                         help='duration of each periodic-task run '
                              '(default 10, 5 with --quick)')
@@ -715,7 +715,8 @@ def _measure(sections, srvs, data, args):
         _phase(sections, srvs, 'Scheduler race for the last %d free %s nodes '
                '(%d workers, %d clients, GET limit=%d%s, PUT first candidate, '
                'retry on 409, each client until none is left)' % (
-                   _free_nodes(data, dataset.BAREMETAL_RACED),
+                   _free_nodes(data, dataset.BAREMETAL_RACED,
+                               args.scheduler_traits),
                    dataset.BAREMETAL_RACED, RACE_WORKERS, RACE_CLIENTS,
                    args.scheduler_limit, nova), race_phase, args)
     elif 'scheduler' not in args.skip:
@@ -742,10 +743,12 @@ def _phases_label(args):
     return label
 
 
-def _free_nodes(data, resource_class):
-    """Nodes of ``resource_class`` that no consumer of ``data`` holds."""
+def _free_nodes(data, resource_class, enabled_only):
+    """Nodes of ``resource_class`` that no consumer of ``data`` holds
+    (``enabled_only``: without COMPUTE_STATUS_DISABLED)."""
     nodes = {tree[0].uuid for tree in data.trees
-             if resource_class in tree[0].inventories}
+             if resource_class in tree[0].inventories and not (
+                 enabled_only and dataset.DISABLED_TRAIT in tree[0].traits)}
     return len(nodes - {rp for entry in data.consumers for rp in entry[3]})
 
 
