@@ -23,12 +23,12 @@ SCHEDULER_USER = dataset.uid('scheduler-user')
 # its tree, traits at 1.6, AGGREGATE_GENERATION_VERSION,
 # CONSUMER_GENERATION_VERSION for a consumer's allocations; inventories
 # and a provider's allocations without a version, i.e. 1.0.
-NOVA_USAGES = '1.9'
-NOVA_TREE = '1.14'
-NOVA_TRAITS = '1.6'
-NOVA_AGGREGATES = '1.19'
-NOVA_CONSUMER = '1.28'
-NOVA_PLAIN = '1.0'
+NOVA_USAGES_AT = '1.9'
+NOVA_TREE_AT = '1.14'
+NOVA_TRAITS_AT = '1.6'
+NOVA_AGGREGATES_AT = '1.19'
+NOVA_CONSUMER_AT = '1.28'
+NOVA_PLAIN_AT = '1.0'
 CONSUMER_TYPES = '1.38'  # the first with consumer_type
 
 
@@ -188,37 +188,37 @@ def nova_read_queries(data):
     rp = '/resource_providers/' + busiest.uuid
     return [
         ReadQuery('GET /usages?project_id (1.39)', usages, 'usages'),
-        ReadQuery('GET /usages?project_id (%s)' % NOVA_USAGES, usages,
-                  'usages', NOVA_USAGES),
-        ReadQuery('GET /usages?project_id&user_id (%s)' % NOVA_USAGES,
-                  usages + '&user_id=' + user, 'usages', NOVA_USAGES),
+        ReadQuery('GET /usages?project_id (%s)' % NOVA_USAGES_AT, usages,
+                  'usages', NOVA_USAGES_AT),
+        ReadQuery('GET /usages?project_id&user_id (%s)' % NOVA_USAGES_AT,
+                  usages + '&user_id=' + user, 'usages', NOVA_USAGES_AT),
         ReadQuery('GET /usages?project_id&consumer_type (%s)'
                   % CONSUMER_TYPES, usages + '&consumer_type='
                   + dataset.CONSUMER_TYPE, 'usages', CONSUMER_TYPES),
         ReadQuery('GET /resource_providers (all)', '/resource_providers',
                   'resource_providers'),
-        ReadQuery('GET /resource_providers?in_tree (%s)' % NOVA_TREE,
+        ReadQuery('GET /resource_providers?in_tree (%s)' % NOVA_TREE_AT,
                   '/resource_providers?in_tree=' + tree_root.uuid,
-                  'resource_providers', NOVA_TREE),
+                  'resource_providers', NOVA_TREE_AT),
         ReadQuery('GET /resource_providers?member_of',
                   '/resource_providers?member_of=' + aggregate,
                   'resource_providers'),
         ReadQuery('GET /resource_providers?required=' + trait,
                   '/resource_providers?required=' + trait,
                   'resource_providers'),
-        ReadQuery('GET /resource_providers/{uuid} (%s)' % NOVA_TREE, rp,
-                  None, NOVA_TREE),
-        ReadQuery('GET .../{uuid}/inventories (%s)' % NOVA_PLAIN,
-                  rp + '/inventories', 'inventories', NOVA_PLAIN),
-        ReadQuery('GET .../{uuid}/traits (%s)' % NOVA_TRAITS, rp + '/traits',
-                  'traits', NOVA_TRAITS),
-        ReadQuery('GET .../{uuid}/aggregates (%s)' % NOVA_AGGREGATES,
-                  rp + '/aggregates', 'aggregates', NOVA_AGGREGATES),
+        ReadQuery('GET /resource_providers/{uuid} (%s)' % NOVA_TREE_AT, rp,
+                  None, NOVA_TREE_AT),
+        ReadQuery('GET .../{uuid}/inventories (%s)' % NOVA_PLAIN_AT,
+                  rp + '/inventories', 'inventories', NOVA_PLAIN_AT),
+        ReadQuery('GET .../{uuid}/traits (%s)' % NOVA_TRAITS_AT,
+                  rp + '/traits', 'traits', NOVA_TRAITS_AT),
+        ReadQuery('GET .../{uuid}/aggregates (%s)' % NOVA_AGGREGATES_AT,
+                  rp + '/aggregates', 'aggregates', NOVA_AGGREGATES_AT),
         ReadQuery('GET .../{uuid}/usages', rp + '/usages', 'usages'),
-        ReadQuery('GET .../{uuid}/allocations (%s)' % NOVA_PLAIN,
-                  rp + '/allocations', 'allocations', NOVA_PLAIN),
-        ReadQuery('GET /allocations/{consumer} (%s)' % NOVA_CONSUMER,
-                  '/allocations/' + consumer, 'allocations', NOVA_CONSUMER),
+        ReadQuery('GET .../{uuid}/allocations (%s)' % NOVA_PLAIN_AT,
+                  rp + '/allocations', 'allocations', NOVA_PLAIN_AT),
+        ReadQuery('GET /allocations/{consumer} (%s)' % NOVA_CONSUMER_AT,
+                  '/allocations/' + consumer, 'allocations', NOVA_CONSUMER_AT),
     ], {'project consumers': sum(1 for entry in data.consumers
                                  if entry[1] == project),
         'provider consumers': held.get(busiest.uuid, 0),
@@ -693,19 +693,19 @@ def refresh_tree(server, root, stats):
     get_allocations_for_resource_provider): the tree, then each of its
     providers' inventories, traits and aggregates, then the node's
     allocations. True when every read answered 200."""
-    body = _read(server, '/resource_providers?in_tree=' + root, NOVA_TREE,
+    body = _read(server, '/resource_providers?in_tree=' + root, NOVA_TREE_AT,
                  stats)
     if body is None:
         return False
     ok = True
     for rp in json.loads(body)['resource_providers']:
-        for part, version in (('inventories', NOVA_PLAIN),
-                              ('traits', NOVA_TRAITS),
-                              ('aggregates', NOVA_AGGREGATES)):
+        for part, version in (('inventories', NOVA_PLAIN_AT),
+                              ('traits', NOVA_TRAITS_AT),
+                              ('aggregates', NOVA_AGGREGATES_AT)):
             ok = _read(server, '/resource_providers/%s/%s' % (
                 rp['uuid'], part), version, stats) is not None and ok
     return _read(server, '/resource_providers/%s/allocations' % root,
-                 NOVA_PLAIN, stats) is not None and ok
+                 NOVA_PLAIN_AT, stats) is not None and ok
 
 
 def periodic_loop(server, clients, duration, roots, stats):
