@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the seeded dataset straight into an empty placement database.
 
-    python tools/bench/bulk.py URL NODES [--seed N]
+    python tools/bench/bulk.py URL NODES [--seed N] [--fleet nova|ironic]
 
 Loading 100,000 nodes over the REST API would take half a million
 requests. This writes the rows the API would have written (ids,
@@ -36,8 +36,9 @@ from placement.db import trait as trait_db
 class Loader:
     """Turns the dataset's trees and consumers into rows."""
 
-    def __init__(self, conn, now):
+    def __init__(self, conn, now, fleet='nova'):
         self.conn = conn
+        self.fleet = fleet
         self.now = now
         self.writer = bulk_load.Writer(conn)
         self.provider_ids = {}     # uuid -> id
@@ -53,13 +54,15 @@ class Loader:
 
     def _ids_of_names(self):
         """The standard classes and traits, as the API's first request
-        would sync them; the dataset's custom ones, as its loader creates
-        them; the consumer type, projects and users."""
+        would sync them (OWNER_NOVA among them); the fleet's custom ones,
+        as its loader creates them; the consumer type, projects and
+        users."""
         conn = self.conn
         standard_sync.sync_standard(conn)
-        for name in dataset.CUSTOM_CLASSES:
+        classes, traits = dataset.custom_names(self.fleet)
+        for name in classes:
             rc_db.create(conn, name)
-        for name in dataset.CUSTOM_TRAITS:
+        for name in traits:
             trait_db.ensure(conn, name)
         self.class_ids = {row['name']: row['id']
                           for row in rc_db.list_all(conn)}
@@ -153,14 +156,15 @@ class Loader:
         self.writer.finish()
 
 
-def load(url, nodes, seed):
-    """Bulk-load the dataset of ``nodes`` and ``seed``; the summary."""
+def load(url, nodes, seed, fleet='nova'):
+    """Bulk-load the dataset of ``nodes``, ``seed`` and ``fleet``; the
+    summary."""
     started = time.monotonic()
     engine = sa.create_engine(db_engine.normalize_url(url))
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     with engine.connect() as conn:
-        loader = Loader(conn, now)
-        for tree, consumers in dataset.generate(nodes, seed):
+        loader = Loader(conn, now, fleet)
+        for tree, consumers in dataset.generate(nodes, seed, fleet):
             loader.add(tree, consumers)
         loader.finish()
     written = time.monotonic()
@@ -188,8 +192,9 @@ def main(argv=None):
     parser.add_argument('url', help='SQLAlchemy URL of the database')
     parser.add_argument('nodes', type=int, help='compute nodes')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--fleet', choices=dataset.FLEETS, default='nova')
     args = parser.parse_args(argv)
-    json.dump(load(args.url, args.nodes, args.seed), sys.stdout)
+    json.dump(load(args.url, args.nodes, args.seed, args.fleet), sys.stdout)
     sys.stdout.write('\n')
     return 0
 

@@ -12,7 +12,9 @@ Shape for N compute nodes:
 * 10% shared-storage nodes: no local disk; groups of 25 share an aggregate
   with a sharing provider (DISK_GB, MISC_SHARES_VIA_AGGREGATE).
 * Traits: HW_CPU_X86_AVX2 on half, CUSTOM_GOLD/SILVER/MAINTENANCE on some,
-  CUSTOM_BENCH_RARE on the first 5 plain nodes whatever the size.
+  CUSTOM_BENCH_RARE on the first 5 plain nodes whatever the size; OWNER_NOVA
+  on every node and COMPUTE_STATUS_DISABLED on one in 50, as nova-compute
+  sets them (Nova 2026.2's scheduler asks for both).
 * Every node in one of 10 "availability zone" aggregates.
 * Allocations fill about half of the memory (40-80% targets; 5% of nodes full),
   with 1-6 consumers per node.
@@ -20,6 +22,10 @@ Shape for N compute nodes:
   CUSTOM_BENCH_BUG, and nothing else.
 * The bug-2126751 tree (a GPU or PCI host): a root with 8 children holding
   one unit each of CUSTOM_BENCH_WIDE, and nothing else.
+
+The Ironic fleet (``fleet='ironic'``) is N root providers instead, each
+with one unit of one CUSTOM_BAREMETAL_<flavour> class (see
+_IronicGenerator).
 """
 import random
 import threading
@@ -52,12 +58,40 @@ RARE_TREES = 5
 CUSTOM_TRAITS = ('CUSTOM_GOLD', 'CUSTOM_SILVER', 'CUSTOM_MAINTENANCE',
                  'CUSTOM_PHYSNET_A', 'CUSTOM_PHYSNET_B', 'CUSTOM_PHYSNET_C',
                  RARE_TRAIT)
+# Standard traits (os-traits 3.9) that nova-compute puts on its nodes; no
+# draw decides them, so the rest of the dataset is what it was without.
+OWNER_TRAIT = 'OWNER_NOVA'
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+DISABLED_EVERY = 50
+# What Nova 2026.2's scheduler adds to every candidates request.
+NOVA_TRAITS = '%s,!%s' % (OWNER_TRAIT, DISABLED_TRAIT)
+NOVA_REQUIRED = 'required=' + NOVA_TRAITS
+# The Ironic fleet: one custom class per flavour, with its share of nodes.
+FLEETS = ('nova', 'ironic')
+BAREMETAL_FLAVOURS = (('SMALL', 0.40), ('MEDIUM', 0.30), ('LARGE', 0.15),
+                      ('GPU', 0.10), ('HIGHMEM', 0.05))
+BAREMETAL_CLASSES = tuple('CUSTOM_BAREMETAL_' + flavour
+                          for flavour, _ in BAREMETAL_FLAVOURS)
+# The most common flavour is timed; the rarest is raced for.
+BAREMETAL_COMMON = BAREMETAL_CLASSES[0]
+BAREMETAL_RACED = BAREMETAL_CLASSES[-1]
+RACE_FREE = 20          # nodes of the raced flavour left free
+IRONIC_ALLOCATED = 0.6  # share of the other nodes already deployed
+IRONIC_TRAIT = 'CUSTOM_RAID'
+IRONIC_GROUPS = 5       # aggregates (conductor groups) of 70% of the nodes
 CONSUMER_TYPE = 'INSTANCE'
 ALLOCATION_BATCH = 50
 
 
 def uid(name):
     return str(uuid.uuid5(NAMESPACE, name))
+
+
+def custom_names(fleet):
+    """(resource classes, traits) a fleet's loader creates first."""
+    if fleet == 'ironic':
+        return BAREMETAL_CLASSES, (IRONIC_TRAIT,)
+    return CUSTOM_CLASSES, CUSTOM_TRAITS
 
 
 def az_aggregate(index):
@@ -100,7 +134,7 @@ class Provider:
         self.aggregates = sorted(aggregates)
 
 
-def generate(nodes, seed=1):
+def generate(nodes, seed=1, fleet='nova'):
     """The dataset in load order, one (tree, its consumers) at a time.
 
     A tree is a list of Provider, parents first; a consumer is (uuid,
@@ -108,7 +142,8 @@ def generate(nodes, seed=1):
     one-provider trees without consumers: the consumers of the nodes that
     share their disk follow with those nodes.
     """
-    return iter(_Generator(nodes, seed))
+    generator = _IronicGenerator if fleet == 'ironic' else _Generator
+    return iter(generator(nodes, seed))
 
 
 class _Generator:
@@ -183,7 +218,9 @@ class _Generator:
         """One node's tree, then its consumers. Without local disk when a
         sharing provider is given: its disk comes from there."""
         cpus, memory, disk = rng.choice(HARDWARE)
-        traits = {'HW_CPU_X86_SSE42'}
+        traits = {'HW_CPU_X86_SSE42', OWNER_TRAIT}
+        if index % DISABLED_EVERY == DISABLED_EVERY - 1:
+            traits.add(DISABLED_TRAIT)
         if rng.random() < 0.5:
             traits.add('HW_CPU_X86_AVX2')
         for trait, share in (('CUSTOM_GOLD', 0.1), ('CUSTOM_SILVER', 0.2),
@@ -290,14 +327,61 @@ class _Generator:
             serial += 1
 
 
+class _IronicGenerator(_Generator):
+    """An Ironic fleet: N bare-metal nodes, each a root provider without
+    children holding one unit (total and max_unit 1) of its flavour's
+    class; OWNER_NOVA on all and COMPUTE_STATUS_DISABLED on one in 50,
+    as the Ironic driver's nova-compute sets them; HW_CPU_X86_AVX2 on
+    half and IRONIC_TRAIT on a quarter; 70% in one of IRONIC_GROUPS
+    aggregates. IRONIC_ALLOCATED of the nodes are deployed, each by one
+    consumer holding the whole unit as Nova does, except the first
+    RACE_FREE nodes of the raced flavour: only those stay free of it."""
+
+    def __iter__(self):
+        rng = self.rng
+        raced_free = RACE_FREE
+        weights = [share for _, share in BAREMETAL_FLAVOURS]
+        for index in range(self.nodes):
+            resource_class = rng.choices(BAREMETAL_CLASSES, weights)[0]
+            traits = {OWNER_TRAIT}
+            if index % DISABLED_EVERY == DISABLED_EVERY - 1:
+                traits.add(DISABLED_TRAIT)
+            if rng.random() < 0.5:
+                traits.add('HW_CPU_X86_AVX2')
+            if rng.random() < 0.25:
+                traits.add(IRONIC_TRAIT)
+            aggregates = ([ironic_aggregate(rng.randrange(IRONIC_GROUPS))]
+                          if rng.random() < 0.7 else [])
+            node = Provider('bench-bm-%05d' % index, traits=traits,
+                            inventories={resource_class: _inventory(1)},
+                            aggregates=aggregates)
+            consumers = self._add_tree([node])
+            if resource_class == BAREMETAL_RACED:
+                deployed = raced_free <= 0
+                raced_free -= 1
+            else:
+                deployed = rng.random() < IRONIC_ALLOCATED
+            if deployed:
+                owner = rng.randrange(PROJECTS)
+                consumers.append((uid('bm-consumer-%d' % index),
+                                  project_id(owner), user_id(owner),
+                                  {node.uuid: {resource_class: 1}}))
+            yield from self._take_ready()
+
+
+def ironic_aggregate(index):
+    return uid('ironic-group-%d' % index)
+
+
 class Dataset:
     """The generated trees and consumers, all held in memory."""
 
-    def __init__(self, nodes, seed=1):
+    def __init__(self, nodes, seed=1, fleet='nova'):
         self.nodes = nodes
+        self.fleet = fleet
         self.trees = []        # list of lists of Provider, root first
         self.consumers = []    # (uuid, project, user, {rp: {rc: amount}})
-        for tree, consumers in generate(nodes, seed):
+        for tree, consumers in generate(nodes, seed, fleet):
             self.trees.append(tree)
             self.consumers += consumers
 
@@ -460,9 +544,10 @@ class Loader:
                            % resp.body[:500])
 
     def load(self, dataset):
-        for trait in CUSTOM_TRAITS:
+        classes, traits = custom_names(dataset.fleet)
+        for trait in traits:
             self._send('PUT', '/traits/' + trait)
-        for resource_class in CUSTOM_CLASSES:
+        for resource_class in classes:
             self._send('PUT', '/resource_classes/' + resource_class)
         run_bounded(self._load_tree, dataset.trees, self.concurrency)
         consumers = dataset.consumers

@@ -62,7 +62,9 @@ def load_table(loads, checks):
     return table(['server', 'load s', 'requests', 'req/s', 'check'], rows)
 
 
-def latency_table(results, labels=('upstream', 'ours')):
+def latency_table(results, labels=('upstream', 'ours'), count='candidates'):
+    """A row per workload.QueryResult; ``count`` says what its counts
+    count."""
     up, ours = labels
     rows = []
     for result in results:
@@ -76,9 +78,73 @@ def latency_table(results, labels=('upstream', 'ours')):
             ms(median(times.get(ours))), ms(p95(times.get(ours))),
             ratio(median(times.get(ours)), median(times.get(up))),
             '; '.join(notes)[:160]])
-    return table(['query', 'candidates up/ours', 'up median ms',
+    return table(['query', count + ' up/ours', 'up median ms',
                   'up p95 ms', 'ours median ms', 'ours p95 ms',
                   'ours/up (<1: ours faster)', 'notes'], rows)
+
+
+def with_without(results, with_name, without_name, what,
+                 labels=('upstream', 'ours')):
+    """One line: the median of the row ``with_name`` over that of
+    ``without_name``, for each server (what ``what`` costs each)."""
+    medians = {result.query.name: result.seconds for result in results}
+    found = [medians.get(name, {}) for name in (with_name, without_name)]
+    return '%s, with / without (`%s` / `%s`), median: %s.' % (
+        what, with_name, without_name, '; '.join(
+            '%s %s' % (label, ratio(median(found[0].get(label)),
+                                    median(found[1].get(label))))
+            for label in labels))
+
+
+NOVA_READS_NOTES = (
+    'Each answer is compared whole between the servers once before the '
+    'timing (lists in any order): a difference prints `DIFFERENT '
+    'answers` with where. Project: the dataset\'s first, '
+    '%(project consumers)d consumers; its user owns the same ones (each '
+    'project of the dataset has one user). Provider: the compute-node '
+    'root with the most consumers, %(provider consumers)d; in_tree: a '
+    'tree of %(tree providers)d providers. A microversion in brackets is '
+    'the one nova\'s report client sends (1.0: it sends none); the rest '
+    'go at 1.39.')
+
+
+def periodic_table(runs, labels=('upstream', 'ours')):
+    """``runs``: {clients: {label: workload.PeriodicStats}}."""
+    up, ours = labels
+    rows = []
+    for clients, by_label in runs.items():
+        def field(name, by_label=by_label):
+            return {label: getattr(stats, name)
+                    for label, stats in by_label.items()}
+        rate = field('throughput')
+        seconds = field('seconds')
+        rows.append([
+            clients, _pair(rate, labels, lambda v: '%.1f' % v),
+            ratio(rate.get(ours), rate.get(up)),
+            _pair(field('tree_rate'), labels, lambda v: '%.1f' % v),
+            _pair(field('requests'), labels),
+            _pair({label: median(values) for label, values in
+                   seconds.items()}, labels, ms),
+            _pair({label: p95(values) for label, values in
+                   seconds.items()}, labels, ms),
+            _pair(field('server_errors'), labels),
+            _pair(field('other_errors'), labels),
+            '; '.join(sample for stats in by_label.values()
+                      for sample in stats.samples)[:160]])
+    return table(['clients', 'req/s up/ours', 'ours/up (>1: ours faster)',
+                  'trees/s up/ours', 'requests up/ours', 'median ms up/ours',
+                  'p95 ms up/ours', '5xx up/ours', 'other errors up/ours',
+                  'notes'], rows)
+
+
+PERIODIC_NOTES = (
+    'Each client refreshes its own share of the %d compute nodes in turn, '
+    'reading what nova-compute\'s update_available_resource reads of one: '
+    '`GET /resource_providers?in_tree=<node>` (1.14), then for every '
+    'provider of the tree its inventories (1.0), traits (1.6) and '
+    'aggregates (1.19), then the node\'s allocations (1.0); each server '
+    'in turn for %gs per run. req/s counts the 200s, trees/s the trees '
+    'read without a failure, until the last client returned.')
 
 
 def bug_latency(row, timeout):

@@ -35,6 +35,13 @@ LOAD_WORKERS = 2
 BUG_WORKERS = 1
 SCHEDULER_WORKERS = (2, 4)
 SCHEDULER_CLIENTS = (8, 32)
+# The Ironic fleet's scheduler phase: one race for the last free nodes.
+RACE_WORKERS = SCHEDULER_WORKERS[0]
+RACE_CLIENTS = SCHEDULER_CLIENTS[-1]
+RACE_DEADLINE = 6  # times --scheduler-seconds
+PERIODIC_WORKERS = LOAD_WORKERS
+PERIODIC_CLIENTS = (8, 32)
+PHASES = ('latency', 'nova-reads', 'bug', 'scheduler', 'periodic')
 REPLICA_WORKERS = LOAD_WORKERS
 REPLICA_CLIENTS = SCHEDULER_CLIENTS
 # --separate-cpus: the placement server's CPUs and the databases'.
@@ -70,7 +77,21 @@ def parse_args(argv):
                              'tools/bench/RESULTS.md')
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--skip', action='append', default=[],
-                        choices=('latency', 'bug', 'scheduler'))
+                        choices=PHASES)
+    parser.add_argument('--only', type=lambda text: text.split(','),
+                        help='comma-separated phases to run, the others '
+                             'skipped (%s)' % ', '.join(PHASES))
+    parser.add_argument('--fleet', choices=dataset.FLEETS, default='nova',
+                        help='the dataset: compute nodes (nova) or '
+                             'bare-metal nodes of one unit each (ironic), '
+                             'whose scheduler phase races for the last '
+                             'free nodes of one flavour')
+    parser.add_argument('--scheduler-traits', action='store_true',
+                        help='the scheduler loop asks as Nova 2026.2 does, '
+                             'with required=%s' % dataset.NOVA_TRAITS)
+    parser.add_argument('--periodic-seconds', type=float,
+                        help='duration of each periodic-task run '
+                             '(default 10, 5 with --quick)')
     parser.add_argument('--query-budget', type=float,
                         help='seconds after which a query stops repeating '
                              '(default 20, 8 with --quick)')
@@ -140,12 +161,21 @@ def parse_args(argv):
     if args.scale and (args.replica or args.copy_load):
         parser.error('--scale measures ours alone: no --replica or '
                      '--copy-load')
+    if args.fleet != 'nova' and (args.scale or args.replica):
+        parser.error('--fleet ironic goes with the side-by-side run only')
+    if args.only:
+        unknown = set(args.only) - set(PHASES)
+        if unknown:
+            parser.error('--only: unknown phases %s (choose from %s)' % (
+                ', '.join(sorted(unknown)), ', '.join(PHASES)))
+        args.skip = [phase for phase in PHASES if phase not in args.only]
     quick = args.quick
     args.nodes = args.nodes or [200 if quick else 1000]
     args.reps = args.reps or (5 if quick else 10)
     args.min_reps = min(args.reps, 3 if quick else 5)
     args.query_budget = args.query_budget or (8 if quick else 20)
     args.scheduler_seconds = args.scheduler_seconds or (5 if quick else 10)
+    args.periodic_seconds = args.periodic_seconds or (5 if quick else 10)
     args.bug_timeout = args.bug_timeout or (60 if quick else 120)
     args.bug_reps = 1 if quick else 3
     args.replica_seconds = args.replica_seconds or (5 if quick else 20)
@@ -208,17 +238,38 @@ def copy_load_phase(srvs, data, args):
                or 'providers and usages as loaded'))
 
 
-def latency_phase(srvs, args):
+def _verify_and_time(srvs, queries, args):
+    """Every query's answers compared once, then timed interleaved: the
+    results and the peak worker RSS of each server during the timing."""
     log('verifying answers (once, without limit) ...')
-    results = workload.verify_answers(srvs, workload.latency_queries(), log)
+    results = workload.verify_answers(srvs, queries, log)
     log('timing (interleaved) ...')
     with servers.MemoryMonitor(srvs) as memory:
         workload.measure_latency(srvs, results, args.reps, args.min_reps,
                                  args.query_budget, log)
-    peaks = ' / '.join('%s %.0f MB' % (label, kb / 1024)
-                       for label, kb in memory.peak_kb.items())
-    return (report.latency_table(results) +
+    return results, ' / '.join('%s %.0f MB' % (label, kb / 1024)
+                               for label, kb in memory.peak_kb.items())
+
+
+def latency_phase(srvs, args):
+    queries = (workload.ironic_latency_queries() if args.fleet == 'ironic'
+               else workload.latency_queries())
+    results, peaks = _verify_and_time(srvs, queries, args)
+    return (report.latency_table(results) + '\n\n' +
+            report.with_without(results, workload.NOVA_TRAITS_ROW,
+                                workload.PLAIN_ROW,
+                                'Nova 2026.2\'s required traits (`%s`)'
+                                % dataset.NOVA_REQUIRED) +
             '\n\nPeak worker RSS during the latency phase: ' + peaks)
+
+
+def nova_reads_phase(srvs, data, args):
+    """Nova's reads, each answer compared whole between the servers."""
+    queries, facts = workload.nova_read_queries(data)
+    results, peaks = _verify_and_time(srvs, queries, args)
+    return (report.latency_table(results, count='items') + '\n\n' +
+            report.NOVA_READS_NOTES % facts +
+            '\n\nPeak worker RSS during the phase: ' + peaks)
 
 
 def bug_phase(srvs, args):
@@ -263,29 +314,48 @@ def scheduler_phase(srvs, args):
     return report.scheduler_table(*scheduler_runs(srvs, args))
 
 
-def scheduler_runs(srvs, args):
-    """Every server's scheduler loops, then the capacity check of each:
-    ({(workers, clients): {label: SchedulerStats}}, {label: problems})."""
+def race_phase(srvs, args):
+    """The Ironic fleet's scheduler: many clients race for the last free
+    nodes of the raced flavour, each until it finds none."""
+    path = workload.scheduler_path(
+        args.scheduler_limit, args.scheduler_traits,
+        'resources=%s:1' % dataset.BAREMETAL_RACED)
+    return report.scheduler_table(*scheduler_runs(
+        srvs, args, path, [(RACE_WORKERS, RACE_CLIENTS)], until_full=True))
+
+
+def scheduler_runs(srvs, args, path=None, shapes=None, until_full=False):
+    """Every server's scheduler loops (``shapes``: (workers, clients); by
+    default every SCHEDULER_WORKERS with every SCHEDULER_CLIENTS), then
+    the capacity check of each: ({(workers, clients): {label:
+    SchedulerStats}}, {label: problems})."""
+    path = path or workload.scheduler_path(args.scheduler_limit,
+                                           args.scheduler_traits)
+    shapes = shapes or [(workers, clients) for workers in SCHEDULER_WORKERS
+                        for clients in SCHEDULER_CLIENTS]
+    seconds = args.scheduler_seconds * (RACE_DEADLINE if until_full else 1)
     runs = {}
-    for workers in SCHEDULER_WORKERS:
-        _restart(srvs, workers)
-        for clients in SCHEDULER_CLIENTS:
-            runs[(workers, clients)] = {}
-            for srv in srvs:
-                stats = workload.SchedulerStats(srv.label, workers, clients)
-                workload.scheduler_loop(srv, clients, args.scheduler_seconds,
-                                        args.scheduler_limit, stats)
-                runs[(workers, clients)][srv.label] = stats
-                log('  %d workers %2d clients %-8s %6.1f claims/s, '
-                    '%d 409s %s, %d 5xx, %d other errors' % (
-                        workers, clients, srv.label, stats.throughput,
-                        stats.conflicts, stats.conflict_codes or '',
-                        stats.server_errors, stats.other_errors))
-                for sample in stats.samples:
-                    log('    sample error: %s' % sample)
-                # Requests still queued (clients gave up on them) must not
-                # load the machine during the next run.
-                srv.start(workers)
+    started = None
+    for workers, clients in shapes:
+        if workers != started:
+            _restart(srvs, workers)
+            started = workers
+        runs[(workers, clients)] = {}
+        for srv in srvs:
+            stats = workload.SchedulerStats(srv.label, workers, clients)
+            workload.scheduler_loop(srv, clients, seconds, path, stats,
+                                    until_full)
+            runs[(workers, clients)][srv.label] = stats
+            log('  %d workers %2d clients %-8s %6.1f claims/s, '
+                '%d 409s %s, %d 5xx, %d other errors' % (
+                    workers, clients, srv.label, stats.throughput,
+                    stats.conflicts, stats.conflict_codes or '',
+                    stats.server_errors, stats.other_errors))
+            for sample in stats.samples:
+                log('    sample error: %s' % sample)
+            # Requests still queued (clients gave up on them) must not
+            # load the machine during the next run.
+            srv.start(workers)
     checks = {}
     for srv in srvs:
         checks[srv.label] = workload.capacity_problems(
@@ -293,6 +363,30 @@ def scheduler_runs(srvs, args):
         for problem in checks[srv.label]:
             log('!!! %s: %s' % (srv.label, problem))
     return runs, checks
+
+
+def periodic_phase(srvs, data, args):
+    """nova-compute's periodic reads of every compute node (the roots
+    carrying OWNER_NOVA), by 8 and then 32 clients, each server in turn."""
+    roots = [tree[0].uuid for tree in data.trees
+             if dataset.OWNER_TRAIT in tree[0].traits]
+    _restart(srvs, PERIODIC_WORKERS)
+    runs = {}
+    for clients in PERIODIC_CLIENTS:
+        runs[clients] = {}
+        for srv in srvs:
+            stats = workload.PeriodicStats(srv.label, clients)
+            workload.periodic_loop(srv, clients, args.periodic_seconds,
+                                   roots, stats)
+            runs[clients][srv.label] = stats
+            log('  %2d clients %-8s %7.1f req/s, %6.1f trees/s, %d 5xx, '
+                '%d other errors' % (
+                    clients, srv.label, stats.throughput, stats.tree_rate,
+                    stats.server_errors, stats.other_errors))
+            for sample in stats.samples:
+                log('    sample error: %s' % sample)
+    return report.periodic_table(runs) + '\n\n' + (
+        report.PERIODIC_NOTES % (len(roots), args.periodic_seconds))
 
 
 def replica_phase(srvs, pair, args):
@@ -567,7 +661,7 @@ def run_size(args, envs, nodes):
                    if not (args.copy_load and srv.label == 'upstream')]
         _restart(loading, LOAD_WORKERS)
         _check_microversions(loading)
-        data = dataset.Dataset(nodes, args.seed)
+        data = dataset.Dataset(nodes, args.seed, args.fleet)
         if not _phase(sections, srvs, 'Loading over the REST API (%d workers, '
                       '%d concurrent requests)' % (LOAD_WORKERS,
                                                    args.load_concurrency),
@@ -583,19 +677,7 @@ def run_size(args, envs, nodes):
                        '' if args.replica_rounds == 1 else 's'),
                    replica_phase, pair, args)
             return sections
-        if 'latency' not in args.skip:
-            _phase(sections, srvs, 'Latency (%d workers, sequential requests)'
-                   % LOAD_WORKERS, latency_phase, args)
-        if 'bug' not in args.skip:
-            _phase(sections, srvs, 'Wide-tree shapes of upstream bugs '
-                   '2070257 and 2126751 (%d worker, a fresh server per row, '
-                   'timeout %gs)' % (BUG_WORKERS, args.bug_timeout),
-                   bug_phase, args)
-        if 'scheduler' not in args.skip:
-            _phase(sections, srvs, 'Scheduler loop (GET limit=%d, PUT first '
-                   'candidate, retry on 409; %gs per run)' % (
-                       args.scheduler_limit, args.scheduler_seconds),
-                   scheduler_phase, args)
+        _measure(sections, srvs, data, args)
     finally:
         servers.stop_all()
         try:
@@ -610,6 +692,64 @@ def run_size(args, envs, nodes):
             else:
                 log('kept %s' % workdir)
     return sections
+
+
+def _measure(sections, srvs, data, args):
+    """The phases of a side-by-side run that --skip leaves in."""
+    ironic = args.fleet == 'ironic'
+    nova = ', Nova 2026.2\'s traits' if args.scheduler_traits else ''
+    if 'latency' not in args.skip:
+        _phase(sections, srvs, 'Latency (%d workers, sequential requests)'
+               % LOAD_WORKERS, latency_phase, args)
+    if 'nova-reads' not in args.skip:
+        _phase(sections, srvs, 'Nova reads (%d workers, sequential requests)'
+               % LOAD_WORKERS, nova_reads_phase, data, args)
+    if 'bug' not in args.skip and ironic:
+        log('the Ironic fleet has no wide trees: no bug phase')
+    elif 'bug' not in args.skip:
+        _phase(sections, srvs, 'Wide-tree shapes of upstream bugs '
+               '2070257 and 2126751 (%d worker, a fresh server per row, '
+               'timeout %gs)' % (BUG_WORKERS, args.bug_timeout),
+               bug_phase, args)
+    if 'scheduler' not in args.skip and ironic:
+        _phase(sections, srvs, 'Scheduler race for the last %d free %s nodes '
+               '(%d workers, %d clients, GET limit=%d%s, PUT first candidate, '
+               'retry on 409, each client until none is left)' % (
+                   _free_nodes(data, dataset.BAREMETAL_RACED,
+                               args.scheduler_traits),
+                   dataset.BAREMETAL_RACED, RACE_WORKERS, RACE_CLIENTS,
+                   args.scheduler_limit, nova), race_phase, args)
+    elif 'scheduler' not in args.skip:
+        _phase(sections, srvs, 'Scheduler loop (GET limit=%d%s, PUT first '
+               'candidate, retry on 409; %gs per run)' % (
+                   args.scheduler_limit, nova, args.scheduler_seconds),
+               scheduler_phase, args)
+    if 'periodic' not in args.skip:
+        _phase(sections, srvs, 'Periodic-task reads (%d workers, %gs per run)'
+               % (PERIODIC_WORKERS, args.periodic_seconds), periodic_phase,
+               data, args)
+
+
+def _phases_label(args):
+    """What a heading adds when phases were left out or the scheduler
+    asked as Nova 2026.2: a partial run must not replace a full one of
+    the same size in RESULTS.md."""
+    label = ''
+    if args.skip:
+        label += ', only %s' % ', '.join(
+            phase for phase in PHASES if phase not in args.skip)
+    if args.scheduler_traits and 'scheduler' not in args.skip:
+        label += ', scheduler with Nova 2026.2\'s traits'
+    return label
+
+
+def _free_nodes(data, resource_class, enabled_only):
+    """Nodes of ``resource_class`` that no consumer of ``data`` holds
+    (``enabled_only``: without COMPUTE_STATUS_DISABLED)."""
+    nodes = {tree[0].uuid for tree in data.trees
+             if resource_class in tree[0].inventories and not (
+                 enabled_only and dataset.DISABLED_TRAIT in tree[0].traits)}
+    return len(nodes - {rp for entry in data.consumers for rp in entry[3]})
 
 
 def _commit():
@@ -665,10 +805,11 @@ def main(argv=None):
             started = time.monotonic()
             load = os.getloadavg()[0]
             sections = run_size(args, envs, nodes)
-            heading = '### %s: %s, %d nodes%s%s' % (
+            heading = '### %s: %s, %d %s%s%s' % (
                 datetime.date.today().isoformat(),
                 _backend_label(args, True), nodes,
-                ', replica mode' if args.replica else '',
+                'Ironic nodes' if args.fleet == 'ironic' else 'nodes',
+                ', replica mode' if args.replica else _phases_label(args),
                 ' (quick)' if args.quick else '')
             facts = ('Ours at %s; %s, seed %d, %d CPUs, load average '
                      '%.1f at start; %.0fs in all; microversion %s; times '

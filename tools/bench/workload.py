@@ -1,6 +1,8 @@
-"""What the benchmark measures: query latency, the wide-tree shapes of
-upstream bugs 2070257 and 2126751, a concurrent scheduler loop and
-concurrent candidate reads, always against both servers alike."""
+"""What the benchmark measures: query latency, Nova's reads, the
+wide-tree shapes of upstream bugs 2070257 and 2126751, a concurrent
+scheduler loop, nova-compute's periodic reads and concurrent candidate
+reads, always against both servers alike."""
+import itertools
 import json
 import socket
 import threading
@@ -15,21 +17,101 @@ from servers import MemoryMonitor
 SIMPLE = 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
 SCHEDULER_PROJECT = dataset.uid('scheduler-project')
 SCHEDULER_USER = dataset.uid('scheduler-user')
+# The microversions of nova's report client (nova/scheduler/client/
+# report.py) for the reads it makes: GET_USAGES_VERSION for quotas (also
+# under unified limits), NESTED_PROVIDER_API_VERSION for a provider and
+# its tree, traits at 1.6, AGGREGATE_GENERATION_VERSION,
+# CONSUMER_GENERATION_VERSION for a consumer's allocations; inventories
+# and a provider's allocations without a version, i.e. 1.0.
+NOVA_USAGES_AT = '1.9'
+NOVA_TREE_AT = '1.14'
+NOVA_TRAITS_AT = '1.6'
+NOVA_AGGREGATES_AT = '1.19'
+NOVA_CONSUMER_AT = '1.28'
+NOVA_PLAIN_AT = '1.0'
+CONSUMER_TYPES = '1.38'  # the first with consumer_type
 
 
 class Query:
-    """One GET; ``limited`` is the timed form, ``path`` the unlimited one."""
+    """One GET of candidates or providers; ``limited`` is the timed form,
+    ``path`` the unlimited one; ``version`` the microversion it is sent
+    at (None: client.MICROVERSION)."""
 
-    def __init__(self, name, path, limit=None):
+    what = 'candidates'
+
+    def __init__(self, name, path, limit=None, version=None):
         self.name = name
         self.path = path
         self.limit = limit
+        self.version = version
         self.limited = path + ('&limit=%d' % limit if limit else '')
         self.key = ('resource_providers' if path.startswith(
             '/resource_providers') else 'allocation_requests')
 
     def count(self, body):
         return len(body[self.key])
+
+    def normalized(self, body):
+        """Order-free form of an answer, to compare the two servers'."""
+        if self.key == 'resource_providers':
+            return frozenset(rp['uuid'] for rp in body[self.key])
+        return frozenset(
+            frozenset((rp, rc, amount)
+                      for rp, alloc in request['allocations'].items()
+                      for rc, amount in alloc['resources'].items())
+            for request in body[self.key])
+
+
+class ReadQuery(Query):
+    """A read of Nova's, whose whole answer both servers must give alike
+    (lists in any order); ``key`` names what is counted, None for one
+    object."""
+
+    what = 'answers'
+
+    def __init__(self, name, path, key, version=None):
+        super().__init__(name, path, version=version)
+        self.key = key
+
+    def count(self, body):
+        return len(body[self.key]) if self.key else 1
+
+    def normalized(self, body):
+        return json.dumps(_sorted_json(body), sort_keys=True)
+
+
+def _sorted_json(value):
+    """``value`` with every list sorted: answers are sets in any order."""
+    if isinstance(value, dict):
+        return {key: _sorted_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return sorted((_sorted_json(item) for item in value),
+                      key=lambda item: json.dumps(item, sort_keys=True))
+    return value
+
+
+def first_difference(one, other, path=''):
+    """Where two JSON values first differ, shortened for a note."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        keys = set(one) ^ set(other)
+        if keys:
+            return '%s keys only in one: %s' % (path or '/', sorted(keys)[:3])
+        for key in sorted(one):
+            if one[key] != other[key]:
+                return first_difference(one[key], other[key],
+                                        '%s/%s' % (path, key))
+    elif isinstance(one, list) and isinstance(other, list) and (
+            len(one) == len(other)):
+        for item, other_item in zip(_sorted_json(one), _sorted_json(other)):
+            if item != other_item:
+                return first_difference(item, other_item, path + '[]')
+    return '%s: %s against %s' % (path or '/', json.dumps(one)[:60],
+                                  json.dumps(other)[:60])
+
+
+# The latency rows without and with Nova 2026.2's required traits.
+PLAIN_ROW = 'AC simple limit=1000'
+NOVA_TRAITS_ROW = PLAIN_ROW + ' + Nova 2026.2 traits'
 
 
 def latency_queries():
@@ -40,10 +122,12 @@ def latency_queries():
               '&resources_NIC=SRIOV_NET_VF:1&required_NIC=CUSTOM_PHYSNET_A'
               '&same_subtree=_NUMA,_NIC&group_policy=isolate')
     return [
-        Query('AC simple limit=1000', ac + SIMPLE, limit=1000),
+        Query(PLAIN_ROW, ac + SIMPLE, limit=1000),
         Query('AC simple, no limit', ac + SIMPLE),
         Query('AC required+forbidden traits',
               ac + SIMPLE + '&required=HW_CPU_X86_AVX2,!CUSTOM_MAINTENANCE',
+              limit=1000),
+        Query(NOVA_TRAITS_ROW, ac + SIMPLE + '&' + dataset.NOVA_REQUIRED,
               limit=1000),
         Query('AC any-of traits (1.39)',
               ac + SIMPLE + '&required=in:CUSTOM_GOLD,CUSTOM_SILVER'
@@ -58,6 +142,88 @@ def latency_queries():
         Query('GET /resource_providers?resources',
               '/resource_providers?' + SIMPLE),
     ]
+
+
+def ironic_latency_queries():
+    """The timed queries of the Ironic fleet: one bare-metal node of the
+    most common flavour, plain, with Nova 2026.2's traits, and in one
+    conductor group's aggregate."""
+    ac = '/allocation_candidates?resources=%s:1' % dataset.BAREMETAL_COMMON
+    return [
+        Query(PLAIN_ROW, ac, limit=1000),
+        Query(NOVA_TRAITS_ROW, ac + '&' + dataset.NOVA_REQUIRED, limit=1000),
+        Query('AC member_of 1 of %d groups' % dataset.IRONIC_GROUPS,
+              ac + '&member_of=' + dataset.ironic_aggregate(0), limit=1000),
+        Query('GET /resource_providers?resources',
+              '/resource_providers?resources=%s:1'
+              % dataset.BAREMETAL_COMMON),
+    ]
+
+
+def nova_read_queries(data):
+    """Nova's reads of ``data``: a project's usages (with its user, with
+    its consumer type) as the quota code asks for them, provider listings
+    (all, a tree, an aggregate, a trait), one provider and what nova-compute
+    reads of it, one consumer's allocations. The project is the first
+    of the dataset's; the provider, the compute-node root with the most
+    consumers; the tree, the first with children (Ironic: a node). With
+    {fact: number} about them for the table's notes."""
+    project = dataset.project_id(0)
+    user = dataset.user_id(0)
+    roots = [tree[0] for tree in data.trees
+             if dataset.OWNER_TRAIT in tree[0].traits]
+    tree_root = next((tree[0] for tree in data.trees
+                      if len(tree) > 1 and tree[0] in roots), roots[0])
+    held = {}
+    for _, _, _, request in data.consumers:
+        for rp in request:
+            held[rp] = held.get(rp, 0) + 1
+    busiest = max(roots, key=lambda root: held.get(root.uuid, 0))
+    consumer = next(entry[0] for entry in data.consumers
+                    if busiest.uuid in entry[3])
+    aggregate = next(root.aggregates[0] for root in roots if root.aggregates)
+    trait = (dataset.IRONIC_TRAIT if data.fleet == 'ironic'
+             else 'CUSTOM_GOLD')
+    usages = '/usages?project_id=' + project
+    rp = '/resource_providers/' + busiest.uuid
+    return [
+        ReadQuery('GET /usages?project_id (1.39)', usages, 'usages'),
+        ReadQuery('GET /usages?project_id (%s)' % NOVA_USAGES_AT, usages,
+                  'usages', NOVA_USAGES_AT),
+        ReadQuery('GET /usages?project_id&user_id (%s)' % NOVA_USAGES_AT,
+                  usages + '&user_id=' + user, 'usages', NOVA_USAGES_AT),
+        ReadQuery('GET /usages?project_id&consumer_type (%s)'
+                  % CONSUMER_TYPES, usages + '&consumer_type='
+                  + dataset.CONSUMER_TYPE, 'usages', CONSUMER_TYPES),
+        ReadQuery('GET /resource_providers (all)', '/resource_providers',
+                  'resource_providers'),
+        ReadQuery('GET /resource_providers?in_tree (%s)' % NOVA_TREE_AT,
+                  '/resource_providers?in_tree=' + tree_root.uuid,
+                  'resource_providers', NOVA_TREE_AT),
+        ReadQuery('GET /resource_providers?member_of',
+                  '/resource_providers?member_of=' + aggregate,
+                  'resource_providers'),
+        ReadQuery('GET /resource_providers?required=' + trait,
+                  '/resource_providers?required=' + trait,
+                  'resource_providers'),
+        ReadQuery('GET /resource_providers/{uuid} (%s)' % NOVA_TREE_AT, rp,
+                  None, NOVA_TREE_AT),
+        ReadQuery('GET .../{uuid}/inventories (%s)' % NOVA_PLAIN_AT,
+                  rp + '/inventories', 'inventories', NOVA_PLAIN_AT),
+        ReadQuery('GET .../{uuid}/traits (%s)' % NOVA_TRAITS_AT,
+                  rp + '/traits', 'traits', NOVA_TRAITS_AT),
+        ReadQuery('GET .../{uuid}/aggregates (%s)' % NOVA_AGGREGATES_AT,
+                  rp + '/aggregates', 'aggregates', NOVA_AGGREGATES_AT),
+        ReadQuery('GET .../{uuid}/usages', rp + '/usages', 'usages'),
+        ReadQuery('GET .../{uuid}/allocations (%s)' % NOVA_PLAIN_AT,
+                  rp + '/allocations', 'allocations', NOVA_PLAIN_AT),
+        ReadQuery('GET /allocations/{consumer} (%s)' % NOVA_CONSUMER_AT,
+                  '/allocations/' + consumer, 'allocations', NOVA_CONSUMER_AT),
+    ], {'project consumers': sum(1 for entry in data.consumers
+                                 if entry[1] == project),
+        'provider consumers': held.get(busiest.uuid, 0),
+        'tree providers': sum(len(tree) for tree in data.trees
+                              if tree[0] is tree_root)}
 
 
 def scale_queries(tree_root, limit=1000):
@@ -148,17 +314,6 @@ class ServerConfig:
                            ' + '.join(settings) or 'defaults')
 
 
-def _normalized(body, key):
-    """Order-free form of a response, to compare the two servers' answers."""
-    if key == 'resource_providers':
-        return frozenset(rp['uuid'] for rp in body[key])
-    return frozenset(
-        frozenset((rp, rc, amount)
-                  for rp, alloc in request['allocations'].items()
-                  for rc, amount in alloc['resources'].items())
-        for request in body[key])
-
-
 class QueryResult:
     def __init__(self, query):
         self.query = query
@@ -176,7 +331,8 @@ class QueryResult:
         """The 200 response of ``server``, or None with the failure counted
         (the first one of each server is kept for the notes)."""
         try:
-            resp = server.client.get(path, timeout=timeout)
+            resp = server.client.get(path, timeout=timeout,
+                                     version=self.query.version)
         except ConnectionFailed as exc:
             failure = str(exc)
             if isinstance(exc.__cause__, socket.timeout):
@@ -260,24 +416,29 @@ def note_count_mismatches(rows, log):
 def verify_answers(servers, queries, log):
     """Run each query once without limit on every server; compare answers.
 
-    The candidate counts must match; differing candidate sets are reported
-    too (both are conformance bugs in one of the servers).
+    The counts must match; differing candidate sets (or, for Nova's
+    reads, any difference in the answer but the order of lists) are
+    reported too: both are conformance bugs in one of the servers.
     """
     results = []
     for query in queries:
         result = QueryResult(query)
         answers = {}
+        bodies = []
         for server in servers:
             resp = result.fetch(server, query.path)
             if resp is not None:
-                body = resp.json()
-                result.counts[server.label] = query.count(body)
-                answers[server.label] = _normalized(body, query.key)
+                bodies.append(resp.json())
+                result.counts[server.label] = query.count(bodies[-1])
+                answers[server.label] = query.normalized(bodies[-1])
         if (result.compare_counts(result.counts, servers, log)
                 and len(answers) == len(servers)
                 and len(set(answers.values())) > 1):
-            result.problems.append('same count, DIFFERENT candidates')
-            log('!!! %s: same count, DIFFERENT candidates' % query.name)
+            problem = 'same count, DIFFERENT %s' % query.what
+            if isinstance(query, ReadQuery):
+                problem += ' at ' + first_difference(*bodies[:2])
+            result.problems.append(problem)
+            log('!!! %s: %s' % (query.name, problem))
         results.append(result)
     return results
 
@@ -390,15 +551,17 @@ def _error_code(resp):
         return '-'
 
 
-def scheduler_path(limit):
-    """The scheduler's GET: nova asks for ``limit`` (1000) candidates."""
-    return '/allocation_candidates?%s&limit=%d' % (SIMPLE, limit)
+def scheduler_path(limit, nova_traits=False, resources=SIMPLE):
+    """The scheduler's GET: nova asks for ``limit`` (1000) candidates;
+    Nova 2026.2 also for its traits."""
+    return '/allocation_candidates?%s&limit=%d%s' % (
+        resources, limit, '&' + dataset.NOVA_REQUIRED if nova_traits else '')
 
 
-def _get(server, path, stats):
+def _get(server, path, stats, version=None):
     """``GET path``, or None with the failed connection noted."""
     try:
-        return server.client.get(path, timeout=120)
+        return server.client.get(path, timeout=120, version=version)
     except ConnectionFailed as exc:
         stats.note('other_errors', str(exc))
         return None
@@ -413,9 +576,12 @@ def _run_clients(one_client, clients, stats):
     return stats
 
 
-def scheduler_loop(server, clients, duration, limit, stats):
-    """``clients`` threads: GET candidates, claim the first, retry on 409."""
-    path = scheduler_path(limit)
+def scheduler_loop(server, clients, duration, path, stats,
+                   until_full=False):
+    """``clients`` threads: GET candidates (``path``), claim the first,
+    retry on 409. ``until_full``: a thread ends at its first answer
+    without candidates (a race for the last free ones: ``elapsed`` is
+    then the time to fill them)."""
     deadline = time.monotonic() + duration
 
     def one_client(_):
@@ -430,6 +596,8 @@ def scheduler_loop(server, clients, duration, limit, stats):
             request = first_allocation_request(resp.body.decode())
             if request is None:
                 stats.note('no_candidates')
+                if until_full:
+                    return
                 time.sleep(0.5)
                 continue
             body = {'allocations': request['allocations'],
@@ -487,6 +655,72 @@ def read_loop(server, clients, duration, path, stats):
                 stats.answered(resp.seconds)
             else:
                 stats.failed('GET', resp)
+
+    return _run_clients(one_client, clients, stats)
+
+
+class PeriodicStats(ReadStats):
+    def __init__(self, label, clients):
+        super().__init__(label, clients)
+        self.trees = 0  # refreshed without a failed read
+
+    @property
+    def tree_rate(self):
+        return self.trees / self.elapsed if self.elapsed else 0.0
+
+    def refreshed(self):
+        with self._lock:
+            self.trees += 1
+
+
+def _read(server, path, version, stats):
+    """One read of a periodic refresh: the body, or None with the failure
+    counted."""
+    resp = _get(server, path, stats, version)
+    if resp is None:
+        return None
+    if resp.status != 200:
+        stats.failed('GET', resp)
+        return None
+    stats.answered(resp.seconds)
+    return resp.body
+
+
+def refresh_tree(server, root, stats):
+    """What nova-compute's update_available_resource reads of one compute
+    node (its report client's get_provider_tree_and_ensure_root,
+    _refresh_and_get_inventory, _refresh_associations and
+    get_allocations_for_resource_provider): the tree, then each of its
+    providers' inventories, traits and aggregates, then the node's
+    allocations. True when every read answered 200."""
+    body = _read(server, '/resource_providers?in_tree=' + root, NOVA_TREE_AT,
+                 stats)
+    if body is None:
+        return False
+    ok = True
+    for rp in json.loads(body)['resource_providers']:
+        for part, version in (('inventories', NOVA_PLAIN_AT),
+                              ('traits', NOVA_TRAITS_AT),
+                              ('aggregates', NOVA_AGGREGATES_AT)):
+            ok = _read(server, '/resource_providers/%s/%s' % (
+                rp['uuid'], part), version, stats) is not None and ok
+    return _read(server, '/resource_providers/%s/allocations' % root,
+                 NOVA_PLAIN_AT, stats) is not None and ok
+
+
+def periodic_loop(server, clients, duration, roots, stats):
+    """``clients`` threads, each refreshing its own share of ``roots``
+    (compute-node root uuids) in turn, as many nova-computes would, for
+    ``duration`` seconds."""
+    deadline = time.monotonic() + duration
+
+    def one_client(index):
+        mine = roots[index::clients] or [roots[index % len(roots)]]
+        for root in itertools.cycle(mine):
+            if time.monotonic() >= deadline:
+                return
+            if refresh_tree(server, root, stats):
+                stats.refreshed()
 
     return _run_clients(one_client, clients, stats)
 
