@@ -1,5 +1,19 @@
-"""Policy enforcement for the placement API."""
+"""Policy enforcement for the placement API.
+
+oslo.policy's checks cost more than a small read of the database: every
+check looked for the policy file and policy.d in every configuration
+directory, then evaluated the rule by inspecting each check's signature.
+Here the files' locations are looked up at most once a second (their
+contents are still checked for changes at every check, as oslo.policy
+does), and the outcome of a check is kept for as long as the rules read
+from those files stay the same.
+"""
+import collections
+from collections.abc import Hashable
 from collections.abc import Mapping
+from collections.abc import MutableMapping
+import threading
+import time
 from typing import Any
 
 from oslo_config import cfg
@@ -12,6 +26,11 @@ from placement import policies
 # Attribute of a ConfigOpts holding its enforcer, so each configuration
 # gets exactly one enforcer and it goes away with the configuration.
 _ENFORCER_ATTR = '_placement_policy_enforcer'
+# How long a policy file's location (or its absence) is taken as known:
+# a policy file or policy.d that appears later is read within this time.
+LOOKUP_SECONDS = 1.0
+# Outcomes kept: per action and caller (roles, project, user, scope).
+DECISIONS_KEPT = 4096
 
 
 class PolicyForbidden(Exception):
@@ -23,7 +42,55 @@ class PolicyForbidden(Exception):
         self.action = action
 
 
-def get_enforcer(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
+class Enforcer(oslo_policy.Enforcer):
+    """oslo.policy's enforcer, with the policy files' locations looked up
+    at most once every LOOKUP_SECONDS, and a table of the outcomes of
+    ``authorize`` for the current rules."""
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        super().__init__(conf)
+        self._located: dict[str, tuple[float, str | None]] = {}
+        self._decisions_lock = threading.Lock()
+        self._decisions: collections.OrderedDict[
+            Hashable, str | None] = collections.OrderedDict()
+        self._decided_rules: object = None
+
+    def _get_policy_path(self, path: str) -> str:
+        now = time.monotonic()
+        known = self._located.get(path)
+        if known is None or now - known[0] >= LOOKUP_SECONDS:
+            try:
+                found: str | None = super()._get_policy_path(path)
+            except cfg.ConfigFilesNotFoundError:
+                found = None
+            known = self._located[path] = (now, found)
+        if known[1] is None:
+            raise cfg.ConfigFilesNotFoundError([path])
+        return known[1]
+
+    def decided(self, key: Hashable) -> tuple[bool, str | None]:
+        """(known, the refusal's message or None) of the check ``key``,
+        after reloading the rules if their files changed."""
+        self.load_rules()
+        with self._decisions_lock:
+            if self._decided_rules is not self.rules:
+                # A reload made a new rule set: earlier outcomes may no
+                # longer hold.
+                self._decisions.clear()
+                self._decided_rules = self.rules
+            if key not in self._decisions:
+                return False, None
+            self._decisions.move_to_end(key)
+            return True, self._decisions[key]
+
+    def decide(self, key: Hashable, refusal: str | None) -> None:
+        with self._decisions_lock:
+            self._decisions[key] = refusal
+            if len(self._decisions) > DECISIONS_KEPT:
+                self._decisions.popitem(last=False)
+
+
+def get_enforcer(conf: cfg.ConfigOpts) -> Enforcer:
     """Return the enforcer bound to ``conf``, creating it on first use.
 
     [oslo_policy] options of ``conf`` (policy_file, enforce_new_defaults,
@@ -31,7 +98,7 @@ def get_enforcer(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     """
     enforcer = vars(conf).get(_ENFORCER_ATTR)
     if enforcer is None:
-        enforcer = oslo_policy.Enforcer(conf)
+        enforcer = Enforcer(conf)
         # Every base rule changed its default; warning about each one on
         # every start only floods the logs.
         enforcer.suppress_default_change_warnings = True
@@ -42,12 +109,12 @@ def get_enforcer(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     return enforcer
 
 
-def get_enforcer_for_generator() -> oslo_policy.Enforcer:
+def get_enforcer_for_generator() -> Enforcer:
     """Entry point ``oslo.policy.enforcer`` used by oslopolicy-* tools."""
     return get_enforcer(placement_conf.load_config())
 
 
-def authorize(enforcer: oslo_policy.Enforcer,
+def authorize(enforcer: Enforcer,
               context: oslo_context.RequestContext, action: str,
               target: Mapping[str, Any] | None = None) -> None:
     """Raise PolicyForbidden unless ``context`` may perform ``action``.
@@ -58,9 +125,35 @@ def authorize(enforcer: oslo_policy.Enforcer,
     if target is None:
         target = {'project_id': context.project_id,
                   'user_id': context.user_id}
+    credentials = context.to_policy_values()
+    key = (action, _frozen(target), _frozen(credentials))
+    known, refusal = enforcer.decided(key)
+    if not known:
+        refusal = _refusal(enforcer, action, target, credentials)
+        enforcer.decide(key, refusal)
+    if refusal is not None:
+        raise PolicyForbidden(action, message=refusal)
+
+
+def _refusal(enforcer: Enforcer, action: str, target: Mapping[str, Any],
+             credentials: MutableMapping[str, Any]) -> str | None:
+    """oslo.policy's answer: None if allowed, else the refusal's message."""
     try:
-        enforcer.authorize(action, target, context.to_policy_values(),
+        enforcer.authorize(action, target, credentials,
                            do_raise=True, exc=PolicyForbidden, action=action)
+    except PolicyForbidden as refusal:
+        return str(refusal)
     except oslo_policy.InvalidScope:
         # Upstream reports a token of the wrong scope by the action alone.
-        raise PolicyForbidden(action, message=action) from None
+        return action
+    return None
+
+
+def _frozen(values: Any) -> Hashable:
+    """A hashable form of credentials or a target (dicts, lists)."""
+    if isinstance(values, Mapping):
+        return tuple(sorted((key, _frozen(value))
+                            for key, value in values.items()))
+    if isinstance(values, (list, tuple, set, frozenset)):
+        return tuple(_frozen(value) for value in values)
+    return values

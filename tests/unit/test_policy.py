@@ -1,5 +1,8 @@
 """Tests of placement.policy and the default rules."""
 
+import os
+import time
+
 from oslo_context import context
 import pytest
 
@@ -95,3 +98,34 @@ def test_generator_hook(monkeypatch):
     monkeypatch.delenv(conf.CONFIG_DIR_ENV, raising=False)
     enforcer = policy.get_enforcer_for_generator()
     assert RESHAPE in enforcer.registered_rules
+
+
+def test_outcome_follows_a_changed_policy_file(tmp_path):
+    custom = tmp_path / 'custom.yaml'
+    custom.write_text('"%s": "role:reader"\n' % RP_LIST)
+    enforcer = _enforcer(tmp_path, True, 'policy_file = custom.yaml\n')
+    reader = _ctx('reader')
+    assert _allowed(enforcer, reader, RP_LIST)
+    assert _allowed(enforcer, reader, RP_LIST)  # the kept outcome
+    custom.write_text('"%s": "!"\n' % RP_LIST)
+    os.utime(custom, (time.time() + 5,) * 2)  # a new mtime, however fast
+    assert not _allowed(enforcer, reader, RP_LIST)
+    assert not _allowed(enforcer, reader, RP_LIST)
+
+
+def test_outcomes_kept_per_caller_and_target(tmp_path):
+    enforcer = _enforcer(tmp_path, True)
+    assert _allowed(enforcer, _ctx('reader'), USAGES)
+    assert not _allowed(enforcer, _ctx('reader'), USAGES, {'project_id': 'p2'})
+    assert not _allowed(enforcer, _ctx('reader', project_id='p3'), USAGES,
+                        {'project_id': 'p1'})
+    assert _allowed(enforcer, _ctx('admin'), USAGES, {'project_id': 'p2'})
+
+
+def test_policy_file_created_after_start_is_read(tmp_path, monkeypatch):
+    enforcer = _enforcer(tmp_path, True)
+    assert _allowed(enforcer, _ctx('admin'), RP_LIST)
+    (tmp_path / 'policy.yaml').write_text('"%s": "!"\n' % RP_LIST)
+    # Looked up again once LOOKUP_SECONDS have passed.
+    monkeypatch.setattr(policy, 'LOOKUP_SECONDS', 0)
+    assert not _allowed(enforcer, _ctx('admin'), RP_LIST)
