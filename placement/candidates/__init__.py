@@ -178,9 +178,13 @@ def matching_providers(conn: sa.Connection,
     if need.lost:
         return set()
     # Room is decided in SQL, traits and aggregates as for candidates.
-    among: Iterable[int]
+    among: Iterable[int] | None
     if need.resources:
         among = sql.providers_with_room(conn, need.resources, need.tree)
+    elif need.tree is None and (need.required or need.member_of):
+        # The holders of the required traits or the members of the
+        # aggregates (engine.selected), not every provider of the cloud.
+        among = None
     else:
         among = sql.provider_ids(conn, need.tree)
     need = dataclasses.replace(need, resources=())
