@@ -264,8 +264,7 @@ def tree_usable(shape: '_Shape', root: Any) -> list[Any]:
     if shape.member_of:
         member = _RP.alias('member')
         keyed['member_of'] = _tree_has(
-            root, member,
-            _RPA.join(member, member.c.id == _RPA.c.resource_provider_id),
+            root, member, _RPA, _RPA.c.resource_provider_id,
             _RPA.c.aggregate_id.in_(
                 sa.bindparam('member_of', expanding=True)),
             'member_of' in shape.probed)
@@ -298,8 +297,8 @@ def _offers(shape, root, i):
     inv = _INV.alias('offer')
     rp = _RP.alias('offer_rp')
     offers = _tree_has(
-        root, rp, inv.join(rp, rp.c.id == inv.c.resource_provider_id),
-        fits(inv, [i]), 'rc_%d' % i in shape.probed)
+        root, rp, inv, inv.c.resource_provider_id, fits(inv, [i]),
+        'rc_%d' % i in shape.probed)
     if not shape.sharing or 'rc_%d' % i in shape.unshared:
         return offers
     sharer = (sa.select(inv.c.resource_provider_id)
@@ -318,7 +317,7 @@ def _holds(shape, root, i):
     traits: sa.BindParameter[list[int]] = sa.bindparam(
         'required_%d' % i, expanding=True)
     holds = _tree_has(
-        root, rp, link.join(rp, rp.c.id == link.c.resource_provider_id),
+        root, rp, link, link.c.resource_provider_id,
         link.c.trait_id.in_(traits), 'required_%d' % i in shape.probed)
     if not shape.sharing or 'required_%d' % i in shape.unshared:
         return holds
@@ -328,20 +327,26 @@ def _holds(shape, root, i):
     return sa.or_(holds, _served(root, sharer))
 
 
-def _tree_has(root, rp, providers, condition, probe):
+def _tree_has(root, rp, rows, provider, condition, probe):
     """The tree of ``root`` has a provider (``rp``, a resource_providers
-    alias joined into ``providers``) meeting ``condition``: looked up
-    for this root alone if ``probe``, else among the roots of all such
-    providers, read first.
+    alias) with one of the ``rows`` (of its ``provider`` column) meeting
+    ``condition``: looked up for this root alone if ``probe``, else among
+    the roots of all such providers, read first.
     """
     if probe:
         # A scalar subquery, which neither MariaDB nor PostgreSQL turns
-        # into a read of every such provider, as they would an EXISTS.
-        return (sa.select(rp.c.id).select_from(providers)
-                .where(condition, rp.c.root_provider_id == root)
+        # into a read of every such provider, as they would an EXISTS;
+        # from the tree's providers, then each one's rows: without
+        # statistics (SQLite) a join of both could start from the rows
+        # meeting ``condition``, all of them for a trait every provider
+        # has, for each tree.
+        held = sa.exists().where(provider == rp.c.id, condition)
+        return (sa.select(rp.c.id)
+                .where(rp.c.root_provider_id == root, held)
                 .limit(1).scalar_subquery().is_not(None))
-    return root.in_(sa.select(rp.c.root_provider_id)
-                    .select_from(providers).where(condition))
+    return root.in_(
+        sa.select(rp.c.root_provider_id)
+        .select_from(rows.join(rp, rp.c.id == provider)).where(condition))
 
 
 def _served(root, sharers):
