@@ -12,22 +12,26 @@ import uuid as uuid_lib
 import sqlalchemy as sa
 
 from placement.db import resource_provider as rp_db
+from placement.db import rows
 from placement.db import tables
 
 _AGG = tables.placement_aggregates
 _RPA = tables.resource_provider_aggregates
 
 
+# Built once (see resource_provider._BY_UUID).
+_OF_PROVIDER = (
+    sa.select(_AGG.c.uuid, _RPA.c.created_at, _RPA.c.updated_at)
+    .select_from(_RPA.join(_AGG, _RPA.c.aggregate_id == _AGG.c.id))
+    .where(_RPA.c.resource_provider_id == sa.bindparam('provider_id'))
+    .order_by(_AGG.c.id))
+
+
 def of_provider(conn: sa.Connection, provider_id: int) -> list[dict[str, Any]]:
     """The provider's aggregates (uuid and timestamps of the link), oldest
     aggregate first.
     """
-    rows = conn.execute(
-        sa.select(_AGG.c.uuid, _RPA.c.created_at, _RPA.c.updated_at)
-        .select_from(_RPA.join(_AGG, _RPA.c.aggregate_id == _AGG.c.id))
-        .where(_RPA.c.resource_provider_id == provider_id)
-        .order_by(_AGG.c.id)).mappings()
-    return [dict(row) for row in rows]
+    return rows.dicts(conn.execute(_OF_PROVIDER, {'provider_id': provider_id}))
 
 
 def replace(conn: sa.Connection, provider: Mapping[str, Any],

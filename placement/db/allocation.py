@@ -39,6 +39,7 @@ from placement.db import consumer as consumer_db
 from placement.db import inventory as inventory_db
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
+from placement.db import rows
 from placement.db import tables
 
 _ALLOC = tables.allocations
@@ -96,6 +97,43 @@ class Plan:
     held: dict[str, list[dict[str, Any]]]
 
 
+# The reads of GET /allocations/{uuid} and of a provider's allocations,
+# built once: building a statement (and its cache key) costs more than
+# running one of these.
+_OF_CONSUMER = (
+    sa.select(_RP.c.uuid.label('provider_uuid'),
+              _RP.c.generation.label('provider_generation'),
+              _RC.c.name.label('resource_class'), _ALLOC.c.used,
+              _ALLOC.c.created_at, _ALLOC.c.updated_at)
+    .select_from(
+        _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
+        .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
+    .where(_ALLOC.c.consumer_id == sa.bindparam('consumer_uuid'))
+    .order_by(_ALLOC.c.id))
+_CONSUMER_OF_ALLOCATIONS = (
+    sa.select(_PROJECT.c.external_id.label('project_id'),
+              _USER.c.external_id.label('user_id'),
+              _CONSUMER.c.generation.label('consumer_generation'),
+              sa.func.coalesce(_TYPE.c.name, consumer_db.UNKNOWN_TYPE)
+              .label('consumer_type'))
+    .select_from(
+        _CONSUMER
+        .join(_PROJECT, _CONSUMER.c.project_id == _PROJECT.c.id)
+        .join(_USER, _CONSUMER.c.user_id == _USER.c.id)
+        .outerjoin(_TYPE, _CONSUMER.c.consumer_type_id == _TYPE.c.id))
+    .where(_CONSUMER.c.uuid == sa.bindparam('consumer_uuid')))
+_OF_PROVIDER = (
+    sa.select(_ALLOC.c.consumer_id.label('consumer_uuid'),
+              _CONSUMER.c.generation.label('consumer_generation'),
+              _RC.c.name.label('resource_class'), _ALLOC.c.used,
+              _ALLOC.c.created_at, _ALLOC.c.updated_at)
+    .select_from(
+        _ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id)
+        .outerjoin(_CONSUMER, _ALLOC.c.consumer_id == _CONSUMER.c.uuid))
+    .where(_ALLOC.c.resource_provider_id == sa.bindparam('provider_id'))
+    .order_by(_ALLOC.c.id))
+
+
 def for_consumer(conn: sa.Connection, consumer_uuid: str
                  ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """(allocations, consumer) of GET /allocations/{uuid}.
@@ -105,31 +143,13 @@ def for_consumer(conn: sa.Connection, consumer_uuid: str
     (project_id, user_id, consumer_generation, consumer_type) is None
     without allocations.
     """
-    rows = [dict(r) for r in conn.execute(
-        sa.select(_RP.c.uuid.label('provider_uuid'),
-                  _RP.c.generation.label('provider_generation'),
-                  _RC.c.name.label('resource_class'), _ALLOC.c.used,
-                  _ALLOC.c.created_at, _ALLOC.c.updated_at)
-        .select_from(
-            _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
-            .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
-        .where(_ALLOC.c.consumer_id == consumer_uuid)
-        .order_by(_ALLOC.c.id)).mappings()]
-    if not rows:
-        return rows, None
+    params = {'consumer_uuid': consumer_uuid}
+    allocations = rows.dicts(conn.execute(_OF_CONSUMER, params))
+    if not allocations:
+        return allocations, None
     consumer = conn.execute(
-        sa.select(_PROJECT.c.external_id.label('project_id'),
-                  _USER.c.external_id.label('user_id'),
-                  _CONSUMER.c.generation.label('consumer_generation'),
-                  sa.func.coalesce(_TYPE.c.name, consumer_db.UNKNOWN_TYPE)
-                  .label('consumer_type'))
-        .select_from(
-            _CONSUMER
-            .join(_PROJECT, _CONSUMER.c.project_id == _PROJECT.c.id)
-            .join(_USER, _CONSUMER.c.user_id == _USER.c.id)
-            .outerjoin(_TYPE, _CONSUMER.c.consumer_type_id == _TYPE.c.id))
-        .where(_CONSUMER.c.uuid == consumer_uuid)).mappings().first()
-    return rows, None if consumer is None else dict(consumer)
+        _CONSUMER_OF_ALLOCATIONS, params).mappings().first()
+    return allocations, None if consumer is None else dict(consumer)
 
 
 def for_provider(conn: sa.Connection,
@@ -138,16 +158,7 @@ def for_provider(conn: sa.Connection,
     consumer_generation, resource_class, used, timestamps) in creation
     order.
     """
-    return [dict(r) for r in conn.execute(
-        sa.select(_ALLOC.c.consumer_id.label('consumer_uuid'),
-                  _CONSUMER.c.generation.label('consumer_generation'),
-                  _RC.c.name.label('resource_class'), _ALLOC.c.used,
-                  _ALLOC.c.created_at, _ALLOC.c.updated_at)
-        .select_from(
-            _ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id)
-            .outerjoin(_CONSUMER, _ALLOC.c.consumer_id == _CONSUMER.c.uuid))
-        .where(_ALLOC.c.resource_provider_id == provider_id)
-        .order_by(_ALLOC.c.id)).mappings()]
+    return rows.dicts(conn.execute(_OF_PROVIDER, {'provider_id': provider_id}))
 
 
 def delete_for_consumer(conn: sa.Connection, consumer_uuid: str) -> None:
@@ -257,7 +268,7 @@ def _held(conn: sa.Connection,
           consumer_uuids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """{consumer uuid: [its allocations]} with provider and class."""
     held = collections.defaultdict(list)
-    for row in conn.execute(
+    for row in rows.dicts(conn.execute(
             sa.select(_ALLOC.c.consumer_id, _ALLOC.c.resource_class_id,
                       _ALLOC.c.used, _RC.c.name.label('class_name'),
                       _RP.c.id, _RP.c.uuid, _RP.c.generation)
@@ -265,8 +276,8 @@ def _held(conn: sa.Connection,
                 _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
                 .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
             .where(_ALLOC.c.consumer_id.in_(consumer_uuids))
-            .order_by(_ALLOC.c.id)).mappings():
-        held[row['consumer_id']].append(dict(row))
+            .order_by(_ALLOC.c.id))):
+        held[row['consumer_id']].append(row)
     return held
 
 
@@ -341,8 +352,8 @@ def _check_capacity(conn: sa.Connection, wanted: Sequence[_Item],
     inventories = _inventories(conn, provider_ids, class_ids)
     used = _usage(conn, provider_ids, class_ids)
     freed: collections.Counter[tuple[int, int]] = collections.Counter()
-    for rows in held.values():
-        for row in rows:
+    for consumer_rows in held.values():
+        for row in consumer_rows:
             freed[row['id'], row['resource_class_id']] += row['used']
 
     stocked = {provider_id for provider_id, _ in inventories}
@@ -381,13 +392,12 @@ def _inventories(conn: sa.Connection, provider_ids: Iterable[int],
                  class_ids: Iterable[int]
                  ) -> dict[tuple[int, int], dict[str, Any]]:
     return {(row['resource_provider_id'], row['resource_class_id']):
-            dict(row) for row in conn.execute(
+            row for row in rows.dicts(conn.execute(
                 sa.select(_INV.c.resource_provider_id,
                           _INV.c.resource_class_id,
                           *(_INV.c[f] for f in inventory_db.FIELDS))
                 .where(_INV.c.resource_provider_id.in_(provider_ids))
-                .where(_INV.c.resource_class_id.in_(class_ids)))
-            .mappings()}
+                .where(_INV.c.resource_class_id.in_(class_ids))))}
 
 
 def _usage(conn: sa.Connection, provider_ids: Iterable[int],

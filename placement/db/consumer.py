@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import rows
 from placement.db import tables
 
 _CONSUMER = tables.consumers
@@ -50,12 +51,12 @@ def get_many(conn: sa.Connection,
     """
     if not uuids:
         return {}
-    rows = conn.execute(
+    found = rows.dicts(conn.execute(
         sa.select(_CONSUMER.c.id, _CONSUMER.c.uuid, _CONSUMER.c.generation,
                   _CONSUMER.c.project_id, _CONSUMER.c.user_id,
                   _CONSUMER.c.consumer_type_id)
-        .where(_CONSUMER.c.uuid.in_(set(uuids)))).mappings()
-    return {row['uuid']: dict(row) for row in rows}
+        .where(_CONSUMER.c.uuid.in_(set(uuids)))))
+    return {row['uuid']: row for row in found}
 
 
 def check_generation(consumer: Mapping[str, Any] | None,

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from placement import exception
 from placement.db import resource_class as rc_db
 from placement.db import resource_provider as rp_db
+from placement.db import rows
 from placement.db import tables
 
 LOG = logging.getLogger(__name__)
@@ -123,17 +124,21 @@ def check_units(provider_uuid: str, resource_class: str,
         % (resource_class, provider_uuid, problem)))
 
 
+# Built once (see resource_provider._BY_UUID).
+_OF_PROVIDER = (
+    sa.select(_RC.c.name, *(_INV.c[f] for f in FIELDS),
+              _INV.c.created_at, _INV.c.updated_at)
+    .select_from(_INV.join(_RC, _INV.c.resource_class_id == _RC.c.id))
+    .where(_INV.c.resource_provider_id == sa.bindparam('provider_id'))
+    .order_by(_INV.c.resource_class_id))
+
+
 def get_all(conn: sa.Connection,
             provider_id: int) -> dict[str, dict[str, Any]]:
     """The provider's inventory records (with timestamps) by class name."""
-    rows = conn.execute(
-        sa.select(_RC.c.name, *(_INV.c[f] for f in FIELDS),
-                  _INV.c.created_at, _INV.c.updated_at)
-        .select_from(_INV.join(_RC, _INV.c.resource_class_id == _RC.c.id))
-        .where(_INV.c.resource_provider_id == provider_id)
-        .order_by(_INV.c.resource_class_id)).mappings()
-    return {row['name']: {k: v for k, v in row.items() if k != 'name'}
-            for row in rows}
+    records = rows.dicts(conn.execute(
+        _OF_PROVIDER, {'provider_id': provider_id}))
+    return {record.pop('name'): record for record in records}
 
 
 def add(conn: sa.Connection, provider: Mapping[str, Any], resource_class: str,

@@ -5,6 +5,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import rows
 from placement.db import standard_sync
 from placement.db import tables
 
@@ -12,9 +13,9 @@ _RC = tables.resource_classes
 
 
 def list_all(conn: sa.Connection) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(
+    return rows.dicts(conn.execute(
         sa.select(_RC.c.id, _RC.c.name, _RC.c.created_at, _RC.c.updated_at)
-        .order_by(_RC.c.id)).mappings()]
+        .order_by(_RC.c.id)))
 
 
 def get_by_name(conn: sa.Connection, name: str) -> dict[str, Any]:

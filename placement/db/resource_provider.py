@@ -13,6 +13,7 @@ from placement import exception
 from placement.db import backends
 from placement.db import id_list
 from placement.db import packed
+from placement.db import rows
 from placement.db import tables
 
 _RP = tables.resource_providers
@@ -58,8 +59,11 @@ class HasChildren(exception.InUse):
     """Delete refused: the provider is the parent of others."""
 
 
+@functools.cache
 def _select() -> sa.Select:
-    """Provider rows with their parent's and root's uuids."""
+    """Provider rows with their parent's and root's uuids (built once:
+    statements are immutable, and building this one took a third of a
+    small read's time)."""
     parent = _RP.alias('parent')
     root = _RP.alias('root')
     return (
@@ -73,8 +77,14 @@ def _select() -> sa.Select:
             .outerjoin(root, _RP.c.root_provider_id == root.c.id)))
 
 
+# Statements of the small reads every provider request makes are built
+# once, with bound parameters: building one (and its cache key) took
+# longer than executing it.
+_BY_UUID = _select().where(_RP.c.uuid == sa.bindparam('uuid'))
+
+
 def _find(conn: sa.Connection, uuid: str) -> dict[str, Any] | None:
-    row = conn.execute(_select().where(_RP.c.uuid == uuid)).mappings().first()
+    row = conn.execute(_BY_UUID, {'uuid': uuid}).mappings().first()
     return None if row is None else dict(row)
 
 
@@ -137,13 +147,13 @@ def lock(conn: sa.Connection,
     """
     if not uuids:
         return {}
-    rows = conn.execute(
+    locked = rows.dicts(conn.execute(
         sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
         .where(_RP.c.uuid.in_(sorted(uuids)))
         .order_by(_RP.c.uuid)
         # PostgreSQL: FOR NO KEY UPDATE, which lets children be created.
-        .with_for_update(key_share=True)).mappings()
-    return {row['uuid']: dict(row) for row in rows}
+        .with_for_update(key_share=True)))
+    return {row['uuid']: row for row in locked}
 
 
 def bump_generations(conn: sa.Connection,
@@ -195,7 +205,7 @@ def list_all(conn: sa.Connection, name: str | None = None,
     query = _list_statement(backends.of(conn), name is not None,
                             uuid is not None, ids is not None)
     if ids is None:
-        return [dict(row) for row in conn.execute(query, params).mappings()]
+        return rows.dicts(conn.execute(query, params))
     keys = [column.key for column in query.selected_columns]
     return [dict(zip(keys, row)) for row in id_list.rows_among(
         conn, query, ids, params, kinds=_ROW_KINDS, ordered=True)]

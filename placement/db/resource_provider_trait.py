@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from placement import exception
 from placement.db import resource_provider as rp_db
+from placement.db import rows
 from placement.db import tables
 from placement.db import trait as trait_db
 
@@ -14,14 +15,17 @@ _T = tables.traits
 _RPT = tables.resource_provider_traits
 
 
+# Built once (see resource_provider._BY_UUID).
+_OF_PROVIDER = (
+    sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
+    .select_from(_RPT.join(_T, _RPT.c.trait_id == _T.c.id))
+    .where(_RPT.c.resource_provider_id == sa.bindparam('provider_id'))
+    .order_by(_T.c.id))
+
+
 def of_provider(conn: sa.Connection, provider_id: int) -> list[dict[str, Any]]:
     """The provider's traits (name and timestamps), by trait id."""
-    rows = conn.execute(
-        sa.select(_T.c.name, _T.c.created_at, _T.c.updated_at)
-        .select_from(_RPT.join(_T, _RPT.c.trait_id == _T.c.id))
-        .where(_RPT.c.resource_provider_id == provider_id)
-        .order_by(_T.c.id)).mappings()
-    return [dict(row) for row in rows]
+    return rows.dicts(conn.execute(_OF_PROVIDER, {'provider_id': provider_id}))
 
 
 def replace(conn: sa.Connection, provider: Mapping[str, Any],

@@ -5,6 +5,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from placement import exception
+from placement.db import rows
 from placement.db import tables
 
 _T = tables.traits
@@ -25,8 +26,7 @@ def list_all(conn: sa.Connection, names: Collection[str] | None = None,
         in_use = sa.select(_RPT.c.trait_id).distinct()
         query = query.where(
             _T.c.id.in_(in_use) if associated else _T.c.id.not_in(in_use))
-    return [dict(r) for r in
-            conn.execute(query.order_by(_T.c.name)).mappings()]
+    return rows.dicts(conn.execute(query.order_by(_T.c.name)))
 
 
 def get_by_name(conn: sa.Connection, name: str) -> dict[str, Any]:
