@@ -2,7 +2,8 @@
 """One scrape of ours' /metrics beside openstack-exporter's placement
 collector.
 
-    python tools/bench/scrape.py --backend postgresql --nodes 1000 10000 100000 [--markdown]
+    python tools/bench/scrape.py --backend postgresql --nodes 1000 10000 \
+        100000 [--markdown]
 
 At each size the seeded dataset is bulk-loaded into ours' database and
 copied for upstream; then one scrape of ours' ``/metrics`` (provider and
@@ -545,10 +546,11 @@ def main(argv=None):
         return 130
     finally:
         servers.stop_all()
-    heading = '### %s: %s, one scrape of /metrics beside openstack-exporter, ' \
-        '%s nodes' % (datetime.date.today().isoformat(),
-                      run._backend_label(args, True),
-                      ' / '.join('{:,}'.format(nodes) for nodes in args.nodes))
+    heading = ('### %s: %s, one scrape of /metrics beside '
+               'openstack-exporter, %s nodes' % (
+                   datetime.date.today().isoformat(),
+                   run._backend_label(args, True),
+                   ' / '.join('{:,}'.format(nodes) for nodes in args.nodes)))
     facts = ('Ours at %s; %d gunicorn workers each; ours with `[metrics] '
              'provider_metrics`, `aggregate_metrics` and '
              '`capacity_cache_seconds = 0`; the exporter pattern at '
