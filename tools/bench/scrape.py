@@ -360,14 +360,13 @@ def database_rows(backend):
     """(row name, key, formatter) of the database measures."""
     if backend == 'postgresql':
         return [('database time ms (pg_stat_database.active_time)', 'ms',
-                 lambda value: '%.0f' % value),
-                ('database transactions', 'transactions',
-                 lambda value: '%.0f' % value),
+                 '{:,.0f}'.format),
+                ('database transactions', 'transactions', '{:,.0f}'.format),
                 ('database rows read (tup_returned + tup_fetched)', 'rows',
                  lambda value: '{:,.0f}'.format(value))]
     if backend == 'mysql':
         return [('SELECT statements (server-wide Com_select; time n/a)',
-                 'selects', lambda value: '%.0f' % value)]
+                 'selects', '{:,.0f}'.format)]
     return [('database time', None, None)]
 
 
