@@ -187,6 +187,8 @@ def nova_read_queries(data):
     usages = '/usages?project_id=' + project
     rp = '/resource_providers/' + busiest.uuid
     return [
+        # No database, no policy: what any request costs each server.
+        ReadQuery('GET / (the floor: no database)', '/', 'versions'),
         ReadQuery('GET /usages?project_id (1.39)', usages, 'usages'),
         ReadQuery('GET /usages?project_id (%s)' % NOVA_USAGES_AT, usages,
                   'usages', NOVA_USAGES_AT),
