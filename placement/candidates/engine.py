@@ -60,7 +60,10 @@ class Universe:
     """What the database said about the providers that can matter.
 
     ``traits`` and ``aggregates`` only hold the requested ones (and the
-    sharing trait), which is all the reasoning needs.
+    sharing trait), which is all the reasoning needs; except that the
+    providers of the trees whose roots ``traits_read`` holds have all
+    their traits there (a batch that had traits to check read them all,
+    for the answer's summaries too).
     """
 
     def __init__(self,
@@ -95,6 +98,9 @@ class Universe:
         # Roots of the trees whose rows of those classes were all read,
         # whatever the narrowing.
         self.complete_trees: set[int] = set()
+        # (after, upto) ranges of root ids (upto None: any) of the trees
+        # whose every trait was read.
+        self.traits_read: list[tuple[int, int | None]] = []
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
@@ -155,6 +161,11 @@ class Universe:
                       root: int) -> None:
         self.root[provider] = root
         self.aggregates[provider].add(aggregate)
+
+    def all_traits_read(self, root: int) -> bool:
+        """Whether ``traits`` holds every trait of the tree of ``root``."""
+        return any(after < root and (upto is None or root <= upto)
+                   for after, upto in self.traits_read)
 
     def mark_sharing(self, sharing_trait: int | None) -> None:
         """The holders of the sharing trait (added already) share."""
@@ -607,12 +618,30 @@ class _Walk:
         self.independent = not any(
             consumes or isolated or checks
             for consumes, isolated, checks in self.steps)
+        # Nothing but the unsuffixed group's traits: where every option
+        # of one of its slots has each set of them (Nova 2026.2's
+        # OWNER_NOVA on the root, which gives the disk or is the only
+        # provider), every combination is viable too.
+        self.traits_only = bool(spread and self.spread_required) and not any(
+            consumes or isolated or checks not in ([], [self._spread_traits])
+            for consumes, isolated, checks in self.steps)
 
     def _spread_traits(self, chosen):
         traits = set()
         for position in self.spread:
             traits |= self.plan.universe.traits.get(chosen[position], _NONE)
         return _has_traits(traits, self.spread_required)
+
+    def _each_has_traits(self, options):
+        """Whether, for each any-of set of the unsuffixed group's traits,
+        every option of one of its slots has one of them: then so has
+        every combination."""
+        traits = self.plan.universe.traits
+        return all(
+            any(all(traits.get(provider, _NONE) & any_of
+                    for provider in options[position])
+                for position in self.spread)
+            for any_of in self.spread_required)
 
     def _subtree_check(self, positions):
         def check(chosen):
@@ -633,7 +662,8 @@ class _Walk:
         one_per_tree = self.combined and not plan.nested
         # Product tuples, or below the list of providers chosen so far.
         chosen: tuple[int, ...] | list[Any]
-        if self.independent and not one_per_tree:
+        if (self.independent or self.traits_only and self._each_has_traits(
+                options)) and not one_per_tree:
             # The same order as the walk below: the last slot turns fastest.
             for chosen in itertools.product(*options):
                 yield anchor, chosen

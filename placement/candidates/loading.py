@@ -187,7 +187,14 @@ class Planned:
             # Anchors go by root id range: the last batch takes them all.
             upto = None if last else batch[-1]
             universe.new_batch()
-            _add_links(conn, universe, self.trait_ids, self.aggregate_ids,
+            if self.trait_ids:
+                # Traits to check: all of the batch's, which the answer's
+                # summaries show, rather than these and then those again.
+                for provider, trait, root in sql.tree_traits(conn, after,
+                                                             upto):
+                    universe.add_trait(provider, trait, root)
+                universe.traits_read.append((after, upto))
+            _add_links(conn, universe, (), self.aggregate_ids,
                        between=(after, upto))
             anchors = [*sql.sharing_anchors(
                 conn, universe.sharing - far_reaching, batch),

@@ -146,7 +146,12 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
                 'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
     traits = collections.defaultdict(list)
-    held = sql.provider_traits(conn, trees, shown)
+    if all(universe.all_traits_read(row[3]) for row in members):
+        held = [(provider, trait) for provider, _uuid, _parent, _root
+                in sorted(members)
+                for trait in sorted(universe.traits.get(provider, ()))]
+    else:
+        held = sql.provider_traits(conn, trees, shown)
     name = sql.trait_names(conn, {trait for _provider, trait in held})
     for provider, trait in held:
         traits[provider].append(name[trait])

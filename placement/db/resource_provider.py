@@ -205,10 +205,12 @@ def list_all(conn: sa.Connection, name: str | None = None,
     query = _list_statement(backends.of(conn), name is not None,
                             uuid is not None, ids is not None)
     if ids is None:
-        return rows.dicts(conn.execute(query, params))
+        found = packed.rows(conn, query, _ROW_KINDS, params, ordered=True)
+    else:
+        found = id_list.rows_among(conn, query, ids, params,
+                                   kinds=_ROW_KINDS, ordered=True)
     keys = [column.key for column in query.selected_columns]
-    return [dict(zip(keys, row)) for row in id_list.rows_among(
-        conn, query, ids, params, kinds=_ROW_KINDS, ordered=True)]
+    return [dict(zip(keys, row)) for row in found]
 
 
 @functools.lru_cache(maxsize=16)
