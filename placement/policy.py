@@ -83,8 +83,14 @@ class Enforcer(oslo_policy.Enforcer):
             self._decisions.move_to_end(key)
             return True, self._decisions[key]
 
-    def decide(self, key: Hashable, refusal: str | None) -> None:
+    def decide(self, key: Hashable, refusal: str | None,
+               rules: object) -> None:
+        """Keep the outcome of the check ``key`` that was made with the
+        rule set ``rules``, unless the rules were reloaded since: an
+        outcome of the old rules is never kept for the new."""
         with self._decisions_lock:
+            if rules is not self.rules or rules is not self._decided_rules:
+                return
             self._decisions[key] = refusal
             if len(self._decisions) > DECISIONS_KEPT:
                 self._decisions.popitem(last=False)
@@ -129,8 +135,9 @@ def authorize(enforcer: Enforcer,
     key = (action, _frozen(target), _frozen(credentials))
     known, refusal = enforcer.decided(key)
     if not known:
+        rules = enforcer.rules
         refusal = _refusal(enforcer, action, target, credentials)
-        enforcer.decide(key, refusal)
+        enforcer.decide(key, refusal, rules)
     if refusal is not None:
         raise PolicyForbidden(action, message=refusal)
 

@@ -129,3 +129,20 @@ def test_policy_file_created_after_start_is_read(tmp_path, monkeypatch):
     # Looked up again once LOOKUP_SECONDS have passed.
     monkeypatch.setattr(policy, 'LOOKUP_SECONDS', 0)
     assert not _allowed(enforcer, _ctx('admin'), RP_LIST)
+
+
+def test_outcome_of_replaced_rules_is_not_kept(tmp_path):
+    (tmp_path / 'custom.yaml').write_text('"%s": "role:reader"\n' % RP_LIST)
+    enforcer = _enforcer(tmp_path, True, 'policy_file = custom.yaml\n')
+    key = ('an action', 'a caller')
+    assert enforcer.decided(key) == (False, None)
+    old = enforcer.rules
+    # Another request reloads the policy file while this one decides,
+    # and starts the table of the new rules.
+    enforcer.load_rules(force_reload=True)
+    assert enforcer.rules is not old
+    assert enforcer.decided(('another action', 'a caller')) == (False, None)
+    enforcer.decide(key, 'refused', old)
+    assert enforcer.decided(key) == (False, None)
+    enforcer.decide(key, 'refused', enforcer.rules)
+    assert enforcer.decided(key) == (True, 'refused')
