@@ -78,20 +78,18 @@ def _online_data_migrations(conf, database):
     else:
         max_count = BATCH_SIZE
         print('Running batches of %d until complete' % max_count)
-    totals: dict[str, list[int]] = {}
+    totals: dict[str, int] = {}
     while True:
         batch, failed = _migration_batch(conf, database, max_count)
-        migrated = 0
-        for name, (found, done) in batch.items():
-            total = totals.setdefault(name, [0, 0])
-            total[0] += found
-            total[1] += done
-            migrated += done
+        for name, done in batch.items():
+            totals[name] = totals.get(name, 0) + done
+        migrated = sum(batch.values())
         if limited or not migrated:
             break
     table = prettytable.PrettyTable(['Migration', 'Total Found', 'Completed'])
-    for name, (found, done) in totals.items():
-        table.add_row([name, found, done])
+    for name, done in totals.items():
+        # A migration fixes every record it finds: found is completed.
+        table.add_row([name, done, done])
     print(table)
     # A failure counts unless a limited run still made progress: what it
     # migrated may be what the failed migration waits for.
@@ -103,8 +101,8 @@ def _online_data_migrations(conf, database):
 
 def _migration_batch(conf, database, max_count):
     """One batch: the migrations in turn, each in its own transaction,
-    until ``max_count`` records are migrated. Returns ({name: (found,
-    migrated)} of those that ran, whether any failed)."""
+    until ``max_count`` records are migrated. Returns ({name: records
+    migrated} of those that ran, whether any failed)."""
     results = {}
     failed = False
     migrated = 0
@@ -119,8 +117,7 @@ def _migration_batch(conf, database, max_count):
         if done:
             print('%d rows matched query %s, %d migrated'
                   % (done, name, done))
-        # A migration fixes every record it finds: found is migrated.
-        results[name] = (done, done)
+        results[name] = done
         migrated += done
         if migrated >= max_count:
             break
