@@ -16,6 +16,7 @@ class Cloud:
         self.api = api
         self.uuids = {}
         self.generations = {}
+        self.custom_traits = set()
 
     def _call(self, method, path, body=None, expect=200):
         response = self.api.request(method, path, json=body)
@@ -36,8 +37,10 @@ class Cloud:
             self.inventory(name, inventory)
         if traits:
             for trait in traits:
-                if trait.startswith('CUSTOM_'):
+                if (trait.startswith('CUSTOM_')
+                        and trait not in self.custom_traits):
                     self._call('PUT', '/traits/' + trait, expect=201)
+                    self.custom_traits.add(trait)
             self._put(name, 'traits', {'traits': list(traits)})
         if aggregates:
             self._put(name, 'aggregates', {

@@ -16,6 +16,7 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
+import math
 import operator
 from typing import Any
 from typing import Callable
@@ -32,6 +33,8 @@ from placement.db import watchdog
 _DEADLINE_EVERY = 4096
 
 _NONE: frozenset[int] = frozenset()
+# Below every provider id.
+NO_TREE = -1
 
 
 @dataclasses.dataclass
@@ -60,10 +63,9 @@ class Universe:
     """What the database said about the providers that can matter.
 
     ``traits`` and ``aggregates`` only hold the requested ones (and the
-    sharing trait), which is all the reasoning needs; except that the
-    providers of the trees whose roots ``traits_read`` holds have all
-    their traits there (a batch that had traits to check read them all,
-    for the answer's summaries too).
+    sharing trait), which is all the reasoning needs; a batch that had
+    traits to check read all its trees' traits, and keeps them in
+    ``every_trait`` for the answer's summaries.
     """
 
     def __init__(self,
@@ -98,9 +100,12 @@ class Universe:
         # Roots of the trees whose rows of those classes were all read,
         # whatever the narrowing.
         self.complete_trees: set[int] = set()
-        # (after, upto) ranges of root ids (upto None: any) of the trees
-        # whose every trait was read.
-        self.traits_read: list[tuple[int, int | None]] = []
+        # Every trait of the providers of the trees whose root id is at
+        # most traits_read_through (batches read them in root id order
+        # from the first; ids are positive, so none at first).
+        self.every_trait: collections.defaultdict[int, list[int]] = (
+            collections.defaultdict(list))
+        self.traits_read_through: float = NO_TREE
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
@@ -152,20 +157,36 @@ class Universe:
         kept = self._kept.get(rc, 0)
         return rows[:kept] + rows[start:]
 
-    def add_trait(self, provider: int, trait: int, root: int) -> None:
-        self.root[provider] = root
-        self.traits[provider].add(trait)
-        self.trait_holders[trait].add(provider)
+    def add_traits(self, rows: Iterable[Sequence[int]]) -> None:
+        """(provider, trait, root) rows: who holds which trait."""
+        root, traits, holders = self.root, self.traits, self.trait_holders
+        for provider, trait, provider_root in rows:
+            root[provider] = provider_root
+            traits[provider].add(trait)
+            holders[trait].add(provider)
+
+    def read_all_traits(self, rows: Iterable[Sequence[int]], wanted: set[int],
+                        after: int, upto: int | None) -> None:
+        """Every (provider, trait, root) of the trees whose root id is
+        above ``after`` and at most ``upto`` (None: any): the ``wanted``
+        ones for the reasoning (add_traits), all for the summaries.
+        """
+        every, root = self.every_trait, self.root
+        traits, holders = self.traits, self.trait_holders
+        for provider, trait, provider_root in rows:
+            every[provider].append(trait)
+            if trait in wanted:
+                root[provider] = provider_root
+                traits[provider].add(trait)
+                holders[trait].add(provider)
+        if after <= self.traits_read_through:
+            self.traits_read_through = math.inf if upto is None else max(
+                upto, self.traits_read_through)
 
     def add_aggregate(self, provider: int, aggregate: int,
                       root: int) -> None:
         self.root[provider] = root
         self.aggregates[provider].add(aggregate)
-
-    def all_traits_read(self, root: int) -> bool:
-        """Whether ``traits`` holds every trait of the tree of ``root``."""
-        return any(after < root and (upto is None or root <= upto)
-                   for after, upto in self.traits_read)
 
     def mark_sharing(self, sharing_trait: int | None) -> None:
         """The holders of the sharing trait (added already) share."""
@@ -341,9 +362,12 @@ def spread_options(universe: Universe, need: Need,
     """
     if need.lost:
         return {}
-    traits, aggregates = universe.traits, universe.aggregates
+    aggregates = universe.aggregates
     sharing, share_anchors = universe.sharing, universe.share_anchors
-    forbidden, member_of = need.forbidden, need.member_of
+    member_of = need.member_of
+    # Holders of a forbidden trait: one look-up a row.
+    excluded = set().union(*(universe.trait_holders.get(trait, _NONE)
+                             for trait in need.forbidden))
     forbidden_aggs = need.forbidden_aggs
     # Sharing providers also serve other trees, but not within in_tree.
     spreads = need.tree is None
@@ -361,7 +385,7 @@ def spread_options(universe: Universe, need: Need,
             collections.defaultdict(dict))
         for inv in universe.fitting(rc, amount, need.tree):
             provider = inv.provider
-            if forbidden and traits.get(provider, _NONE) & forbidden:
+            if provider in excluded:
                 continue
             if forbidden_aggs and aggregates.get(provider, _NONE) & (
                     forbidden_aggs):
@@ -602,9 +626,16 @@ class _Walk:
         self.spread = spread
         self.spread_required = (needs[slots[spread[0]].group].required
                                 if spread else ())
+        # Checks of a combination so far, at the slot that completes what
+        # they look at. Functions of the universe, not methods: the walk
+        # keeping its own methods would be a reference cycle holding the
+        # universe until the cyclic collector's next pass.
         self.checks: list[list[Callable[..., bool]]] = [[] for _ in slots]
+        spread_check = None
         if spread and self.spread_required:
-            self.checks[spread[-1]].append(self._spread_traits)
+            spread_check = _spread_traits_check(
+                plan.universe, spread, self.spread_required)
+            self.checks[spread[-1]].append(spread_check)
         if combined:
             position_of = {needs[slot.group].suffix: position
                            for position, slot in enumerate(slots)
@@ -612,7 +643,7 @@ class _Walk:
             for suffixes in plan.same_subtrees:
                 positions = sorted(position_of[s] for s in suffixes)
                 self.checks[positions[-1]].append(
-                    self._subtree_check(positions))
+                    _subtree_check(plan.universe, positions))
         self.steps = list(zip(self.consumes, self.isolated, self.checks))
         # Nothing ties the slots together: every combination is viable.
         self.independent = not any(
@@ -622,32 +653,30 @@ class _Walk:
         # of one of its slots has each set of them (Nova 2026.2's
         # OWNER_NOVA on the root, which gives the disk or is the only
         # provider), every combination is viable too.
-        self.traits_only = bool(spread and self.spread_required) and not any(
-            consumes or isolated or checks not in ([], [self._spread_traits])
+        self.traits_only = spread_check is not None and not any(
+            consumes or isolated or checks not in ([], [spread_check])
             for consumes, isolated, checks in self.steps)
-
-    def _spread_traits(self, chosen):
-        traits = set()
-        for position in self.spread:
-            traits |= self.plan.universe.traits.get(chosen[position], _NONE)
-        return _has_traits(traits, self.spread_required)
+        # Holders of each any-of set of them, once asked.
+        self._having: list[set[int]] | None = None
 
     def _each_has_traits(self, options):
         """Whether, for each any-of set of the unsuffixed group's traits,
         every option of one of its slots has one of them: then so has
         every combination."""
-        traits = self.plan.universe.traits
-        return all(
-            any(all(traits.get(provider, _NONE) & any_of
-                    for provider in options[position])
-                for position in self.spread)
-            for any_of in self.spread_required)
-
-    def _subtree_check(self, positions):
-        def check(chosen):
-            return _same_subtree(
-                self.plan.universe, {chosen[p] for p in positions})
-        return check
+        if self._having is None:
+            # The plan is made once its batch's traits are read.
+            holders = self.plan.universe.trait_holders
+            self._having = [set().union(*(holders.get(trait, _NONE)
+                                          for trait in any_of))
+                            for any_of in self.spread_required]
+        spread = self.spread
+        for having in self._having:
+            for position in spread:
+                if having.issuperset(options[position]):
+                    break
+            else:
+                return False
+        return True
 
     def walk(self, anchor: int) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Yield (anchor, chosen) for every viable combination; nothing
@@ -723,6 +752,27 @@ class _Walk:
         providers = self.plan.providers_used((chosen,))
         roots = {self.plan.universe.root[p] for p in providers}
         return len(roots) == len(providers)
+
+
+def _spread_traits_check(universe, spread, required):
+    """Whether the providers a combination chose at the positions
+    ``spread`` hold the ``required`` any-of traits between them."""
+    traits = universe.traits
+
+    def check(chosen):
+        held = set()
+        for position in spread:
+            held |= traits.get(chosen[position], _NONE)
+        return _has_traits(held, required)
+    return check
+
+
+def _subtree_check(universe, positions):
+    """Whether the providers a combination chose at ``positions`` are
+    in one subtree."""
+    def check(chosen):
+        return _same_subtree(universe, {chosen[p] for p in positions})
+    return check
 
 
 def _same_subtree(universe, providers):

@@ -152,7 +152,7 @@ class Planned:
                 for provider in universe.sharing))
         seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more.
-        size, after = max(wanted, self.first_batch), -1
+        size, after = max(wanted, self.first_batch), engine.NO_TREE
         # A remainder smaller than half a batch comes along now, but for
         # a batch sized by what the request needed last time: that one
         # most likely ends it.
@@ -190,10 +190,8 @@ class Planned:
             if self.trait_ids:
                 # Traits to check: all of the batch's, which the answer's
                 # summaries show, rather than these and then those again.
-                for provider, trait, root in sql.tree_traits(conn, after,
-                                                             upto):
-                    universe.add_trait(provider, trait, root)
-                universe.traits_read.append((after, upto))
+                universe.read_all_traits(sql.tree_traits(conn, after, upto),
+                                         self.trait_ids, after, upto)
             _add_links(conn, universe, (), self.aggregate_ids,
                        between=(after, upto))
             anchors = [*sql.sharing_anchors(
@@ -340,9 +338,7 @@ def _add_links(conn, universe, trait_ids, aggregate_ids, **among):
     """Who holds ``trait_ids`` and who is a member of ``aggregate_ids``,
     into ``universe``; ``among`` as for sql.trait_holders.
     """
-    for provider, trait, root in sql.trait_holders(conn, trait_ids,
-                                                   **among):
-        universe.add_trait(provider, trait, root)
+    universe.add_traits(sql.trait_holders(conn, trait_ids, **among))
     for provider, aggregate, root in sql.aggregate_members(
             conn, aggregate_ids, **among):
         universe.add_aggregate(provider, aggregate, root)

@@ -145,18 +145,27 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
             resources[provider][name] = {
                 'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
-    traits = collections.defaultdict(list)
-    if all(universe.all_traits_read(row[3]) for row in members):
-        held = [(provider, trait) for provider, _uuid, _parent, _root
-                in sorted(members)
-                for trait in sorted(universe.traits.get(provider, ()))]
+    trait_ids: dict[int, list[int]] = collections.defaultdict(list)
+    through = universe.traits_read_through
+    if through == engine.NO_TREE:
+        unread_trees, unread = trees, shown
     else:
-        held = sql.provider_traits(conn, trees, shown)
-    name = sql.trait_names(conn, {trait for _provider, trait in held})
-    for provider, trait in held:
-        traits[provider].append(name[trait])
+        # The batches read their trees' traits already; of the rest (a
+        # sharing provider of another tree) only the providers shown.
+        known = universe.every_trait
+        unread_trees, unread = (), set()
+        for provider, _uuid, _parent, root in members:
+            if root > through:
+                unread.add(provider)
+            elif provider in known:
+                trait_ids[provider] = sorted(known[provider])
+    for provider, trait in sql.provider_traits(conn, unread_trees, unread):
+        trait_ids[provider].append(trait)
+    name = sql.trait_names(conn, set().union(*trait_ids.values()))
+    traits = {provider: [name[trait] for trait in ids]
+              for provider, ids in trait_ids.items()}
     return {
-        provider_uuid: Summary(resources[provider], traits[provider],
+        provider_uuid: Summary(resources[provider], traits.get(provider, []),
                                uuid.get(parent), uuid.get(root))
         for provider, provider_uuid, parent, root in members}
 
@@ -169,10 +178,15 @@ def _summarised_inventory(conn, universe, rc_ids, trees, shown):
     """
     if universe.narrowing is None:
         return universe.inventory
+    complete = universe.complete_trees
+    unread = trees - complete
+    shown = {provider for provider in shown
+             if universe.root[provider] not in complete}
+    if not unread and not shown:
+        return universe.inventory
     inventory = dict(universe.inventory)
     passed = {inv.root for inv in inventory.values()
-              if inv.provider not in universe.sharing}
-    unread = trees - universe.complete_trees
+              if inv.provider not in universe.sharing} if unread else set()
     reads = [(sql.UNFIT, {'roots': unread & passed}),
              (sql.ALL, {'roots': unread - passed}),
              (sql.ALL, {'provider_ids': shown})]

@@ -35,7 +35,7 @@ class World:
                 step_size=fields.get('step_size', 1),
                 used=(used or {}).get(rc, 0))])
         for trait in traits:
-            self.universe.add_trait(ident, trait, root)
+            self.universe.add_traits([(ident, trait, root)])
         for aggregate in aggregates:
             self.universe.add_aggregate(ident, aggregate, root)
         if SHARES in traits:

@@ -49,7 +49,7 @@ class Cloud:
                 step_size=fields.get('step_size', 1),
                 used=(used or {}).get(rc, 0))])
         for trait in traits:
-            self.universe.add_trait(ident, TRAITS[trait], root)
+            self.universe.add_traits([(ident, TRAITS[trait], root)])
         for aggregate in aggregates:
             self.universe.add_aggregate(ident, AGGREGATES[aggregate], root)
 
