@@ -16,7 +16,6 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
-import math
 import operator
 from typing import Any
 from typing import Callable
@@ -33,8 +32,6 @@ from placement.db import watchdog
 _DEADLINE_EVERY = 4096
 
 _NONE: frozenset[int] = frozenset()
-# Below every provider id.
-NO_TREE = -1
 
 
 @dataclasses.dataclass
@@ -100,12 +97,11 @@ class Universe:
         # Roots of the trees whose rows of those classes were all read,
         # whatever the narrowing.
         self.complete_trees: set[int] = set()
-        # Every trait of the providers of the trees whose root id is at
-        # most traits_read_through (batches read them in root id order
-        # from the first; ids are positive, so none at first).
+        # Every trait of the providers of the trees rooted at
+        # traits_read_trees.
         self.every_trait: collections.defaultdict[int, list[int]] = (
             collections.defaultdict(list))
-        self.traits_read_through: float = NO_TREE
+        self.traits_read_trees: set[int] = set()
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
@@ -166,10 +162,10 @@ class Universe:
             holders[trait].add(provider)
 
     def read_all_traits(self, rows: Iterable[Sequence[int]], wanted: set[int],
-                        after: int, upto: int | None) -> None:
-        """Every (provider, trait, root) of the trees whose root id is
-        above ``after`` and at most ``upto`` (None: any): the ``wanted``
-        ones for the reasoning (add_traits), all for the summaries.
+                        roots: Iterable[int]) -> None:
+        """Every (provider, trait, root) of the trees rooted at ``roots``:
+        the ``wanted`` ones for the reasoning (as add_traits), all for the
+        summaries.
         """
         every, root = self.every_trait, self.root
         traits, holders = self.traits, self.trait_holders
@@ -179,9 +175,7 @@ class Universe:
                 root[provider] = provider_root
                 traits[provider].add(trait)
                 holders[trait].add(provider)
-        if after <= self.traits_read_through:
-            self.traits_read_through = math.inf if upto is None else max(
-                upto, self.traits_read_through)
+        self.traits_read_trees.update(roots)
 
     def add_aggregate(self, provider: int, aggregate: int,
                       root: int) -> None:

@@ -152,7 +152,7 @@ class Planned:
                 for provider in universe.sharing))
         seen: set[tuple[int, ...]] = set()
         # Most trees give a candidate or more.
-        size, after = max(wanted, self.first_batch), engine.NO_TREE
+        size, after = max(wanted, self.first_batch), -1
         # A remainder smaller than half a batch comes along now, but for
         # a batch sized by what the request needed last time: that one
         # most likely ends it.
@@ -190,8 +190,8 @@ class Planned:
             if self.trait_ids:
                 # Traits to check: all of the batch's, which the answer's
                 # summaries show, rather than these and then those again.
-                universe.read_all_traits(sql.tree_traits(conn, after, upto),
-                                         self.trait_ids, after, upto)
+                universe.read_all_traits(sql.tree_traits(conn, batch),
+                                         self.trait_ids, batch)
             _add_links(conn, universe, (), self.aggregate_ids,
                        between=(after, upto))
             anchors = [*sql.sharing_anchors(

@@ -348,28 +348,33 @@ def aggregate_members(conn: sa.Connection, aggregate_ids: Collection[int],
 
 
 
-def tree_traits(conn: sa.Connection, after: int, upto: int | None
+def tree_traits(conn: sa.Connection, roots: Iterable[int]
                 ) -> Sequence[tuple[int, int, int]]:
     """(provider, trait, root) for every trait of every provider of the
-    trees whose root id is above ``after`` and at most ``upto`` (None:
-    any)."""
-    return _linked(conn, 'trait', EVERY, between=(after, upto))
+    trees rooted at ``roots``."""
+    return _of_providers(conn, _tree_traits_statement, roots, (),
+                         kinds=(packed.INT,) * 3)
 
 
-# _linked's ids: every one.
-EVERY = None
+@functools.lru_cache(maxsize=16)
+def _tree_traits_statement(backend, key):
+    return (sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id,
+                      _RP.c.root_provider_id)
+            .select_from(
+                _RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
+            .where(id_list.among(_RP.c[key], backend)))
 
 
 def _linked(conn, kind, ids, sharing_trait=None, between=None):
     """(provider, linked id, root) for the providers linked to one of
-    ``ids`` (EVERY: to any) of ``kind``: of all providers, only of those
-    having the trait ``sharing_trait`` if given, or only of the trees
-    whose root id is above ``after`` and at most ``upto`` (None: any) for
-    ``between`` (after, upto).
+    ``ids`` of ``kind``: of all providers, only of those having the trait
+    ``sharing_trait`` if given, or only of the trees whose root id is
+    above ``after`` and at most ``upto`` (None: any) for ``between``
+    (after, upto).
     """
-    if ids is not EVERY and not ids:
+    if not ids:
         return []
-    params = {} if ids is EVERY else {'ids': sorted(ids)}
+    params = {'ids': sorted(ids)}
     providers = 'all'
     if sharing_trait is not None:
         providers = 'sharing'
@@ -377,20 +382,18 @@ def _linked(conn, kind, ids, sharing_trait=None, between=None):
     elif between is not None:
         providers, bounds = _root_range(*between)
         params.update(bounds)
-    return packed.rows(conn, _linked_statement(kind, providers,
-                                               ids is EVERY),
+    return packed.rows(conn, _linked_statement(kind, providers),
                        (packed.INT,) * 3, params)
 
 
 @functools.lru_cache(maxsize=16)
-def _linked_statement(kind, providers, every=False):
+def _linked_statement(kind, providers):
     link, column = planner.LINKS[kind]
     query = (sa.select(link.c.resource_provider_id, column,
                        _RP.c.root_provider_id)
              .select_from(
-                 link.join(_RP, _RP.c.id == link.c.resource_provider_id)))
-    if not every:
-        query = query.where(column.in_(sa.bindparam('ids', expanding=True)))
+                 link.join(_RP, _RP.c.id == link.c.resource_provider_id))
+             .where(column.in_(sa.bindparam('ids', expanding=True))))
     if providers == 'sharing':
         return query.where(planner.sharing(link.c.resource_provider_id))
     if providers == 'all':

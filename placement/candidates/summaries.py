@@ -146,16 +146,16 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
                 'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
     trait_ids: dict[int, list[int]] = collections.defaultdict(list)
-    through = universe.traits_read_through
-    if through == engine.NO_TREE:
+    read = universe.traits_read_trees
+    if not read:
         unread_trees, unread = trees, shown
     else:
         # The batches read their trees' traits already; of the rest (a
-        # sharing provider of another tree) only the providers shown.
+        # sharing provider's tree) only the providers shown.
         known = universe.every_trait
         unread_trees, unread = (), set()
         for provider, _uuid, _parent, root in members:
-            if root > through:
+            if root not in read:
                 unread.add(provider)
             elif provider in known:
                 trait_ids[provider] = sorted(known[provider])
