@@ -140,26 +140,28 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
                                             inv.ratio),
                 'used': inv.used}
     if request.every_class:
+        # By provider id, as they are known: by root id MySQL reads
+        # every inventory of the roots' range.
         for provider, name, total, reserved, ratio, used in (
-                sql.provider_inventories(conn, trees, shown, class_name)):
+                sql.provider_inventories(conn, (), summarised,
+                                         class_name)):
             resources[provider][name] = {
                 'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
     trait_ids: dict[int, list[int]] = collections.defaultdict(list)
     read = universe.traits_read_trees
-    if not read:
-        unread_trees, unread = trees, shown
-    else:
-        # The batches read their trees' traits already; of the rest (a
-        # sharing provider's tree) only the providers shown.
+    unread = summarised
+    if read:
+        # The batches read their trees' traits already: only those of
+        # the rest (a sharing provider's tree) are read now.
         known = universe.every_trait
-        unread_trees, unread = (), set()
+        unread = set()
         for provider, _uuid, _parent, root in members:
             if root not in read:
                 unread.add(provider)
             elif provider in known:
                 trait_ids[provider] = sorted(known[provider])
-    for provider, trait in sql.provider_traits(conn, unread_trees, unread):
+    for provider, trait in sql.provider_traits(conn, (), unread):
         trait_ids[provider].append(trait)
     name = sql.trait_names(conn, set().union(*trait_ids.values()))
     traits = {provider: [name[trait] for trait in ids]
