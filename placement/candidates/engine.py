@@ -19,6 +19,7 @@ import itertools
 import operator
 from typing import Any
 from typing import Callable
+from typing import Collection
 from typing import Iterable
 from typing import Iterator
 from typing import Sequence
@@ -98,10 +99,11 @@ class Universe:
         # whatever the narrowing.
         self.complete_trees: set[int] = set()
         # Every trait of the providers of the trees rooted at
-        # traits_read_trees.
+        # traits_read_trees, and of the providers traits_read_of.
         self.every_trait: collections.defaultdict[int, list[int]] = (
             collections.defaultdict(list))
         self.traits_read_trees: set[int] = set()
+        self.traits_read_of: set[int] = set()
         # Whether the database computes with other ratios than Python.
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
@@ -162,20 +164,32 @@ class Universe:
             holders[trait].add(provider)
 
     def read_all_traits(self, rows: Iterable[Sequence[int]], wanted: set[int],
-                        roots: Iterable[int]) -> None:
-        """Every (provider, trait, root) of the trees rooted at ``roots``:
-        the ``wanted`` ones for the reasoning (as add_traits), all for the
-        summaries.
+                        roots: Iterable[int] | None = None) -> None:
+        """Every (provider, trait, root) of the trees rooted at ``roots``,
+        or (None) of the providers the rows name: the ``wanted`` ones for
+        the reasoning (as add_traits), all for the summaries.
         """
         every, root = self.every_trait, self.root
         traits, holders = self.traits, self.trait_holders
+        known: Collection[int] = ()
+        if roots is None:
+            rows = list(rows)
+            named = {row[0] for row in rows}
+        else:
+            # Read already: a sharing provider in one of the trees.
+            known = self.traits_read_of
         for provider, trait, provider_root in rows:
+            if provider in known:
+                continue
             every[provider].append(trait)
             if trait in wanted:
                 root[provider] = provider_root
                 traits[provider].add(trait)
                 holders[trait].add(provider)
-        self.traits_read_trees.update(roots)
+        if roots is None:
+            self.traits_read_of |= named
+        else:
+            self.traits_read_trees.update(roots)
 
     def add_aggregate(self, provider: int, aggregate: int,
                       root: int) -> None:

@@ -289,10 +289,12 @@ def load_universe(conn: sa.Connection, request: model.Request,
     batched = bool(rc_ids) and not inventories and universe.roots is None
     if batched:
         if sharing_trait is not None:
-            _add_links(conn, universe, {sharing_trait}, ())
+            # All their traits: the answer's summaries show them.
+            universe.read_all_traits(sql.sharing_traits(conn, sharing_trait),
+                                     trait_ids | {sharing_trait})
             universe.mark_sharing(sharing_trait)
         if universe.sharing:
-            _add_links(conn, universe, trait_ids, aggregate_ids,
+            _add_links(conn, universe, (), aggregate_ids,
                        sharing_trait=sharing_trait)
         return universe
     if sharing_trait is not None:

@@ -365,6 +365,21 @@ def _tree_traits_statement(backend, key):
             .where(id_list.among(_RP.c[key], backend)))
 
 
+def sharing_traits(conn: sa.Connection, sharing_trait: int
+                   ) -> Sequence[Sequence[int]]:
+    """(provider, trait, root) for every trait of every provider having
+    the trait ``sharing_trait``."""
+    return packed.rows(conn, _SHARING_TRAITS, (packed.INT,) * 3,
+                       {'sharing_trait': sharing_trait})
+
+
+_SHARING_TRAITS = (
+    sa.select(_RPT.c.resource_provider_id, _RPT.c.trait_id,
+              _RP.c.root_provider_id)
+    .select_from(_RPT.join(_RP, _RP.c.id == _RPT.c.resource_provider_id))
+    .where(planner.sharing(_RPT.c.resource_provider_id)))
+
+
 def _linked(conn, kind, ids, sharing_trait=None, between=None):
     """(provider, linked id, root) for the providers linked to one of
     ``ids`` of ``kind``: of all providers, only of those having the trait

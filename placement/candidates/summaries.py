@@ -149,18 +149,22 @@ def _summaries(conn, request, universe, members, uuid, class_name, trees,
                 'capacity': inventory_db.capacity(total, reserved, ratio),
                 'used': int(used)}
     trait_ids: dict[int, list[int]] = collections.defaultdict(list)
-    read = universe.traits_read_trees
-    unread = summarised
-    if read:
-        # The batches read their trees' traits already: only those of
-        # the rest (a sharing provider's tree) are read now.
-        known = universe.every_trait
+    # Those the loading read already (a batch's trees when it had traits
+    # to check, the sharing providers) are not read again.
+    known = universe.every_trait
+    read_trees, read_of = universe.traits_read_trees, universe.traits_read_of
+    if read_trees:
         unread = set()
         for provider, _uuid, _parent, root in members:
-            if root not in read:
+            if root in read_trees or provider in read_of:
+                if provider in known:
+                    trait_ids[provider] = sorted(known[provider])
+            else:
                 unread.add(provider)
-            elif provider in known:
-                trait_ids[provider] = sorted(known[provider])
+    else:
+        unread = summarised - read_of
+        for provider in summarised & read_of:
+            trait_ids[provider] = sorted(known[provider])
     for provider, trait in sql.provider_traits(conn, (), unread):
         trait_ids[provider].append(trait)
     name = sql.trait_names(conn, set().union(*trait_ids.values()))
