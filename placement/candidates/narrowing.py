@@ -107,11 +107,20 @@ class Narrowing:
             conn, amounts, count_rows)
         if self.required:
             held = _linked_counts(conn, 'trait', set().union(*self.required))
-            self.holders = tuple(sum(held.get(trait, 0) for trait in any_of)
+            # As for classes: checking a set most trees hold (Nova's
+            # OWNER_NOVA) would cost more than it saves; the engine
+            # checks the traits of the trees read.
+            self.required = tuple(
+                any_of for any_of in self.required
+                if sum(held.get(trait, (0, 0))[1] for trait in any_of) * 2
+                <= self.trees)
+            self.holders = tuple(sum(held.get(trait, (0, 0))[0]
+                                     for trait in any_of)
                                  for any_of in self.required)
         if self.member_of is not None:
-            self.members = sum(
-                _linked_counts(conn, 'aggregate', self.member_of).values())
+            self.members = sum(providers for providers, _trees in
+                               _linked_counts(conn, 'aggregate',
+                                              self.member_of).values())
         able = self.able
         most = max(self.trees, *able.values()) if able else 0
         self.scarce = frozenset(rc for rc in classes
@@ -208,19 +217,23 @@ def fits(inv: Any, classes: Iterable[int],
 
 
 def _linked_counts(conn, kind, ids):
-    """{id: providers linked to it} of ``ids`` of ``kind`` (as LINKS),
-    from a recent survey if there was one."""
+    """{id: (providers, trees) linked to it} of ``ids`` of ``kind`` (as
+    LINKS), from a recent survey if there was one."""
     ids = sorted(ids)
     return survey_cache.recently_counted(
         conn, (kind, tuple(ids)),
-        lambda: dict(conn.execute(_linked_count_statement(kind),
-                                  {'ids': ids}).all()))
+        lambda: {linked: (providers, trees) for linked, providers, trees
+                 in conn.execute(_linked_count_statement(kind),
+                                 {'ids': ids})})
 
 
 @functools.lru_cache(maxsize=2)
 def _linked_count_statement(kind):
-    _link, column = LINKS[kind]
-    return (sa.select(column, sa.func.count())
+    link, column = LINKS[kind]
+    return (sa.select(column, sa.func.count(),
+                      sa.func.count(sa.distinct(_RP.c.root_provider_id)))
+            .select_from(
+                link.join(_RP, _RP.c.id == link.c.resource_provider_id))
             .where(column.in_(sa.bindparam('ids', expanding=True)))
             .group_by(column))
 

@@ -4,8 +4,11 @@ per microversion and the [placement] options that shape generation.
 import gc
 
 import pytest
+import sqlalchemy as sa
 
+from placement.candidates import narrowing as planner
 from placement.db import inventory as inv_db
+from placement.db import tables
 
 import api_cloud
 import error_text
@@ -156,3 +159,30 @@ def test_no_reference_cycle_keeps_the_data(api, numa_cloud, query):
     plain = left_in_cycles('resources=VCPU:1,DISK_GB:10')
     # The framework's own few (the same with or without traits).
     assert left_in_cycles(query) <= plain + 10
+
+
+def test_a_trait_most_trees_hold_is_not_looked_up_per_tree(
+        backend, numa_cloud):
+    """The survey keeps, of the required traits, those that leave trees
+    out: a trait most trees hold (OWNER_NOVA) is left to the engine."""
+    numa_cloud.provider('rare', inventory={'DISK_GB': 100},
+                        traits=['CUSTOM_RARE'])
+    with backend.engine.connect() as conn:
+        ids = dict(conn.execute(sa.select(tables.traits.c.name,
+                                          tables.traits.c.id)).all())
+        common = frozenset({ids['OWNER_NOVA']})
+        rare = frozenset({ids['CUSTOM_RARE']})
+        narrowing = planner.Narrowing({ids_of_class(conn, 'DISK_GB'): 1},
+                                      required=(common, rare))
+        assert narrowing.survey(conn)
+    assert narrowing.required == (rare,)
+    # And the answer is the same as with every trait looked up.
+    answer = _get(numa_cloud.api, 'resources=DISK_GB:10&required=OWNER_NOVA')
+    assert {provider for request in answer.json['allocation_requests']
+            for provider in request['allocations']} == {
+        numa_cloud.uuids['node%d' % n] for n in range(20)}
+
+
+def ids_of_class(conn, name):
+    return conn.execute(sa.select(tables.resource_classes.c.id).where(
+        tables.resource_classes.c.name == name)).scalar_one()
