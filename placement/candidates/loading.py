@@ -187,11 +187,6 @@ class Planned:
             # Anchors go by root id range: the last batch takes them all.
             upto = None if last else batch[-1]
             universe.new_batch()
-            if self.trait_ids:
-                # Traits to check: all of the batch's, which the answer's
-                # summaries show, rather than these and then those again.
-                universe.read_all_traits(sql.tree_traits(conn, batch),
-                                         self.trait_ids, batch)
             _add_links(conn, universe, (), self.aggregate_ids,
                        between=(after, upto))
             anchors = [*sql.sharing_anchors(
@@ -199,6 +194,13 @@ class Planned:
                 *sql.sharing_anchors_between(conn, far_reaching, after, upto)]
             for provider, root in anchors:
                 universe.add_share_anchor(provider, root)
+            if self.trait_ids:
+                # Traits to check: all of the batch's trees and of those
+                # its sharing providers anchor in, which the answer's
+                # summaries show, rather than these and then those again.
+                read = set(batch) | {root for _provider, root in anchors}
+                universe.read_all_traits(sql.tree_traits(conn, read),
+                                         self.trait_ids, read)
             if usage_unread:
                 listed = set(batch)
                 _read_usage(conn, universe, usage_unread, {
