@@ -3,6 +3,8 @@ policy check, the configuration, and the database (reads, on the replica
 where allowed, and writes, in one transaction).
 """
 from collections.abc import Callable
+from collections.abc import Iterator
+import contextlib
 from typing import Any
 from typing import TypeVar
 
@@ -40,10 +42,30 @@ def provider_or_404(uuid: str, detail: str = '%(error)s',
     ``detail`` words from ``uuid`` and ``error`` (upstream words it
     differently per route).
     """
-    try:
+    with _provider_found(uuid, detail):
         if conn is None:
             return read(rp_db.get_by_uuid, uuid)
         return rp_db.get_by_uuid(conn, uuid)
+
+
+def read_of_provider(uuid: str, fn: Callable[[sa.engine.Connection, int], T],
+                     detail: str = '%(error)s') -> tuple[dict[str, Any], T]:
+    """The provider row of ``uuid`` (else a 404 worded by ``detail``, as
+    in provider_or_404) and ``fn(connection, provider id)``, read on one
+    connection: a checkout and a transaction less than two reads."""
+    def both(conn: sa.engine.Connection) -> tuple[dict[str, Any], T]:
+        provider = rp_db.get_by_uuid(conn, uuid)
+        return provider, fn(conn, provider['id'])
+    with _provider_found(uuid, detail):
+        return read(both)
+
+
+@contextlib.contextmanager
+def _provider_found(uuid: str, detail: str) -> Iterator[None]:
+    """The provider's NotFound as a 404 (raised out of the read, which
+    counts as answered by its server)."""
+    try:
+        yield
     except exception.NotFound as exc:
         raise errors.NotFound(detail % {'uuid': uuid, 'error': exc})
 

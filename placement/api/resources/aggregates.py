@@ -22,18 +22,14 @@ def _response(uuids, generation, last_modified):
     return responses.json_response(body, last_modified=last_modified)
 
 
-def _read(conn, uuid):
-    provider = context.provider_or_404(uuid, conn=conn)
-    return provider, aggregate_db.of_provider(conn, provider['id'])
-
-
 @blueprint.route(_PATH, methods=['GET'])
 @declaration.handler(
         "List a provider's aggregates", {200: schema.PROVIDER_AGGREGATES},
         min_version=versions.PROVIDER_AGGREGATES)
 def list_aggregates(uuid: str) -> flask.Response:
     context.authorize(policies.LIST)
-    provider, rows = context.read(_read, uuid)
+    provider, rows = context.read_of_provider(
+        uuid, aggregate_db.of_provider)
     return _response([row['uuid'] for row in rows], provider['generation'],
                      responses.last_modified_of(rows))
 

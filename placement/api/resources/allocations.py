@@ -114,19 +114,14 @@ def delete_allocations(consumer_uuid: str) -> flask.Response:
     return responses.empty_response(204)
 
 
-def _provider_allocations(conn, provider_uuid):
-    provider = context.provider_or_404(
-        provider_uuid, "Resource provider '%(uuid)s' not found: %(error)s",
-        conn)
-    return provider, alloc_db.for_provider(conn, provider['id'])
-
-
 @blueprint.route('/resource_providers/<uuid>/allocations', methods=['GET'])
 @declaration.handler(
         'Allocations against a provider', {200: schema.PROVIDER_ALLOCATIONS})
 def list_provider_allocations(uuid: str) -> flask.Response:
     context.authorize(policies.RP_ALLOC_LIST)
-    provider, rows = context.read(_provider_allocations, uuid)
+    provider, rows = context.read_of_provider(
+        uuid, alloc_db.for_provider,
+        "Resource provider '%(uuid)s' not found: %(error)s")
     fields = microversion.by_version(_PROVIDER_CONSUMER_FIELDS)
     allocations: dict[str, dict[str, Any]] = {}
     for row in rows:

@@ -89,9 +89,11 @@ _DELETE_ERRORS = {
 }
 
 
-def _shown_provider(uuid):
-    return context.provider_or_404(
-        uuid, 'No resource provider with uuid %(uuid)s found : %(error)s')
+def _read_shown(uuid):
+    """The provider and its inventories, for the GETs."""
+    return context.read_of_provider(
+        uuid, inv_db.get_all,
+        'No resource provider with uuid %(uuid)s found : %(error)s')
 
 
 def _expected_generation(provider, data):
@@ -141,8 +143,7 @@ def _item_location(uuid, resource_class):
                      {200: schema.INVENTORIES})
 def list_inventories(uuid: str) -> flask.Response:
     context.authorize(policies.LIST)
-    provider = _shown_provider(uuid)
-    inventories = context.read(inv_db.get_all, provider['id'])
+    provider, inventories = _read_shown(uuid)
     rows = list(inventories.values())
     return _collection_response(
         _collection_view(provider['generation'], inventories),
@@ -208,8 +209,8 @@ def delete_inventories(uuid: str) -> flask.Response:
 @declaration.handler('Show one inventory', {200: schema.INVENTORY})
 def show_inventory(uuid: str, resource_class: str) -> flask.Response:
     context.authorize(policies.SHOW)
-    provider = _shown_provider(uuid)
-    record = context.read(inv_db.get_all, provider['id']).get(resource_class)
+    provider, inventories = _read_shown(uuid)
+    record = inventories.get(resource_class)
     if record is None:
         raise errors.NotFound('No inventory of class %s for %s'
                               % (resource_class, uuid))

@@ -19,12 +19,6 @@ _UNKNOWN_TRAITS: errors.Wordings = {
     exception.NotFound: errors.As(errors.BadRequest)}
 
 
-def _read(conn, uuid):
-    # Upstream's GET says it twice.
-    provider = context.provider_or_404(uuid, '%(error)s: %(error)s', conn)
-    return provider, rp_trait_db.of_provider(conn, provider['id'])
-
-
 def _response(names, generation, rows):
     return responses.json_response(
         {'traits': names, 'resource_provider_generation': generation},
@@ -36,7 +30,9 @@ def _response(names, generation, rows):
                      min_version=versions.TRAITS)
 def list_traits(uuid: str) -> flask.Response:
     context.authorize(policies.RP_TRAIT_LIST)
-    provider, rows = context.read(_read, uuid)
+    # Upstream's GET says it twice.
+    provider, rows = context.read_of_provider(
+        uuid, rp_trait_db.of_provider, '%(error)s: %(error)s')
     return _response([row['name'] for row in rows], provider['generation'],
                      rows)
 

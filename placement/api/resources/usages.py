@@ -22,9 +22,9 @@ def _response(body):
 @declaration.handler("A provider's usages", {200: schema.PROVIDER_USAGES})
 def provider_usages(uuid: str) -> flask.Response:
     context.authorize(policies.PROVIDER_USAGES)
-    provider = context.provider_or_404(
-        uuid, 'No resource provider with uuid %(uuid)s found: %(error)s')
-    usages = context.read(usage_db.by_provider, provider['id'])
+    provider, usages = context.read_of_provider(
+        uuid, usage_db.by_provider,
+        'No resource provider with uuid %(uuid)s found: %(error)s')
     return _response({'resource_provider_generation': provider['generation'],
                       'usages': usages})
 
