@@ -47,6 +47,14 @@ _TOKEN = 'placement_watchdog_token'
 _MIN_CONNECT_TIMEOUT = 2
 # Marks a connection made for this checkout: it needs no ping.
 _FRESH = 'placement_watchdog_fresh'
+# When a pooled connection was last checked in (monotonic seconds).
+_RETURNED = 'placement_watchdog_returned'
+# A pooled connection idle at least this long is pinged at checkout; one
+# used more recently is not (a round trip saved on almost every request
+# of a busy worker): if its server went away meanwhile, its first
+# statement fails as a lost connection, which invalidates the pool, and
+# the unit of work runs again on a new connection.
+PING_IF_IDLE_FOR = 1.0
 # {engine: its timeout} of the engines watched.
 _TIMEOUTS: 'weakref.WeakKeyDictionary[sa.Engine, float]' = (
     weakref.WeakKeyDictionary())
@@ -171,8 +179,9 @@ WATCHDOG = Watchdog()
 
 def watch(engine: sa.Engine, timeout: float, fileno: Any) -> None:
     """Watch ``engine``'s connections while they are checked out, each
-    first pinged under the watch (instead of SQLAlchemy's pool_pre_ping,
-    which runs before any event could arm it). ``fileno(dbapi_connection)``
+    idle for PING_IF_IDLE_FOR or more first pinged under the watch
+    (instead of SQLAlchemy's pool_pre_ping, which runs before any event
+    could arm it, and on every checkout). ``fileno(dbapi_connection)``
     gives a connection's socket, or None for one that has none.
 
     A connection that fails its ping is replaced, and so are the pooled
@@ -218,6 +227,10 @@ def watch(engine: sa.Engine, timeout: float, fileno: Any) -> None:
             # Watched since it connected, for the same deadline.
             return
         arm(dbapi_connection, record)
+        returned = record.info.get(_RETURNED)
+        if (returned is not None
+                and time.monotonic() - returned < PING_IF_IDLE_FOR):
+            return
         try:
             alive = engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:  # noqa: BLE001 (any failure: replace it)
@@ -233,6 +246,7 @@ def watch(engine: sa.Engine, timeout: float, fileno: Any) -> None:
     @event.listens_for(engine, 'checkin')
     def _checked_in(_dbapi_connection, record):
         _release(record)
+        record.info[_RETURNED] = time.monotonic()
 
 
 def _release(record: Any) -> None:

@@ -3,6 +3,7 @@ fallback, writes in one transaction retried on transient errors, and the
 standard classes and traits synced before first use. The primary is the
 backend's real database; the replica a fake in front of a real engine.
 """
+import logging
 import sqlite3
 
 import pytest
@@ -13,6 +14,7 @@ from placement.db import engine as db_engine
 from placement.db import migration
 from placement.db import session
 from placement.db import tables
+from placement.db import watchdog
 
 from conftest import make_conf
 
@@ -214,3 +216,49 @@ def _count(engine, table):
     with engine.connect() as connection:
         return connection.execute(
             sa.select(sa.func.count()).select_from(table)).scalar()
+
+
+# A pooled connection's server session, and how another session ends it.
+_SESSION_ID = {'mysql': 'SELECT CONNECTION_ID()',
+               'postgresql': 'SELECT pg_backend_pid()'}
+_END_SESSION = {'mysql': 'KILL %d',
+                'postgresql': 'SELECT pg_terminate_backend(%d)'}
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+@pytest.mark.parametrize('idle', [False, True], ids=['recent', 'idle'])
+def test_a_pooled_connection_whose_session_ended_is_replaced(
+        backend, monkeypatch, caplog, idle):
+    """The server ended the session of the one pooled connection (a
+    restart, an idle timeout): a connection idle for PING_IF_IDLE_FOR
+    fails its ping and is replaced; one used just now is not pinged, its
+    first statement fails and the unit of work runs again on a new
+    connection. Either way reads and writes succeed."""
+    caplog.set_level(logging.INFO, watchdog.__name__)
+    if idle:
+        monkeypatch.setattr(watchdog, 'PING_IF_IDLE_FOR', 0)
+    engine = db_engine.create_engine(make_conf(backend.url))
+    try:
+        database, _ = _database(engine)
+        session_of = _SESSION_ID[backend.name]
+
+        def end_pooled_session():
+            first = database.read(
+                lambda connection: connection.exec_driver_sql(
+                    session_of).scalar())
+            with backend.engine.connect() as connection:
+                connection.exec_driver_sql(
+                    _END_SESSION[backend.name] % first)
+            return first
+
+        first = end_pooled_session()
+        assert database.read(
+            lambda connection: connection.exec_driver_sql(
+                session_of).scalar()) != first
+        end_pooled_session()
+        assert database.write(Flaky(), 'CUSTOM_AFTER_KILL') == (
+            'CUSTOM_AFTER_KILL')
+        assert _traits(backend, 'CUSTOM_AFTER_KILL') == 1
+    finally:
+        engine.dispose()
+    assert ('failed its ping' in caplog.text) is idle
