@@ -99,7 +99,12 @@ class Plan:
 
 # The reads of GET /allocations/{uuid} and of a provider's allocations,
 # built once: building a statement (and its cache key) costs more than
-# running one of these.
+# running one of these. In the order written on MariaDB and MySQL
+# (STRAIGHT_JOIN): the allocations of the one consumer or provider
+# first. MariaDB, whose index statistics lag behind a table that grew,
+# otherwise may start from the resource classes and read every
+# allocation of each (a provider's ten allocations took 13.5 ms at
+# 1,000 nodes, 2.9 ms in another run of the same benchmark).
 _OF_CONSUMER = (
     sa.select(_RP.c.uuid.label('provider_uuid'),
               _RP.c.generation.label('provider_generation'),
@@ -109,7 +114,8 @@ _OF_CONSUMER = (
         _ALLOC.join(_RP, _ALLOC.c.resource_provider_id == _RP.c.id)
         .join(_RC, _ALLOC.c.resource_class_id == _RC.c.id))
     .where(_ALLOC.c.consumer_id == sa.bindparam('consumer_uuid'))
-    .order_by(_ALLOC.c.id))
+    .order_by(_ALLOC.c.id)
+    .prefix_with('STRAIGHT_JOIN', dialect='mysql'))
 _CONSUMER_OF_ALLOCATIONS = (
     sa.select(_PROJECT.c.external_id.label('project_id'),
               _USER.c.external_id.label('user_id'),
@@ -131,7 +137,8 @@ _OF_PROVIDER = (
         _ALLOC.join(_RC, _ALLOC.c.resource_class_id == _RC.c.id)
         .outerjoin(_CONSUMER, _ALLOC.c.consumer_id == _CONSUMER.c.uuid))
     .where(_ALLOC.c.resource_provider_id == sa.bindparam('provider_id'))
-    .order_by(_ALLOC.c.id))
+    .order_by(_ALLOC.c.id)
+    .prefix_with('STRAIGHT_JOIN', dialect='mysql'))
 
 
 def for_consumer(conn: sa.Connection, consumer_uuid: str
