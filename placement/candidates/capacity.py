@@ -60,10 +60,12 @@ some root is a member. ``limited_by`` of a host is the class of which it
 runs out first; of a flavour, the class that bound the most of its
 instances. ``stranded`` is, per class the flavours ask for, the free
 capacity of the hosts (roots, sharing providers left out) where none of
-them fits once, and how many hosts have some. ``usage`` covers every
-class of the cloud (capacity as (total - reserved) * allocation_ratio
-summed); ``fullest_hosts`` ranks the hosts by the largest share used of a
-class the flavours ask for.
+them fits once, and how many hosts have some. ``usage`` covers the
+classes the flavours ask for, over every provider (capacity as
+(total - reserved) * allocation_ratio, rounded down, summed), and per
+aggregate over the trees of the roots that are its members;
+``fullest_hosts`` ranks the hosts by the largest share used of one of
+those classes.
 """
 import collections
 import dataclasses
@@ -80,7 +82,6 @@ from placement.candidates import engine
 from placement.candidates import loading
 from placement.candidates import request as request_model
 from placement.candidates import sql
-from placement.db import capacity_metrics
 from placement.db import inventory as inventory_db
 from placement.db import watchdog
 
@@ -99,7 +100,7 @@ class Flavour:
     request: request_model.Request
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class HostFit:
     root: int
     fit: int
@@ -177,33 +178,31 @@ def count(conn: sa.Connection, flavours: Sequence[Flavour],
 def _count(conn, flavours, hosts_listed):
     resolved = [_resolve(conn, flavour) for flavour in flavours]
     universe, class_names = _load(conn, flavours, resolved)
-    per_flavour = []
+    memberships = collections.defaultdict(list)
+    for root, aggregate in sql.root_aggregates(conn):
+        memberships[root].append(aggregate)
+    # Each flavour's hosts are summed up as soon as counted: only those
+    # listed are kept, and the hosts some flavour fits on.
+    roomy: set[int] = set()
+    answers = []
     for flavour, (names, needs) in zip(flavours, resolved):
         hosts = ({} if needs is None
                  else _Counter(conn, universe, flavour.request, names,
                                needs, class_names).hosts())
-        per_flavour.append(hosts)
-    memberships = collections.defaultdict(list)
-    for root, aggregate in sql.root_aggregates(conn):
-        memberships[root].append(aggregate)
-    listed: list[list[HostFit]] = []
-    for counted in per_flavour:
-        roomy = sorted((host for host in counted.values() if host.fit),
-                       key=lambda host: (-host.fit, host.root))
-        listed.append(roomy[:hosts_listed])
-    fullest = _fullest(universe, class_names)
+        roomy.update(root for root, host in hosts.items() if host.fit)
+        answers.append(_flavour_fit(flavour, hosts, hosts_listed,
+                                    memberships))
+    trees = _trees(universe)
+    fullest = _fullest(trees, class_names)
     names_of = sql.provider_names(conn, {
-        host.root for shown in listed for host in shown} | {
+        host.root for answer in answers for host in answer.hosts} | {
         root for root, _rc, _capacity, _used in fullest})
-    for shown in listed:
-        for host in shown:
+    for answer in answers:
+        for host in answer.hosts:
             host.uuid, host.name = names_of[host.root]
-    answers = []
-    for flavour, counted, shown in zip(flavours, per_flavour, listed):
-        answers.append(_flavour_fit(flavour, counted, shown, memberships))
     return Answer(
-        answers, _stranded(universe, per_flavour, class_names),
-        _usage(conn),
+        answers, _stranded(trees, roomy, class_names),
+        _usage(universe, memberships, class_names),
         [(*names_of[root], rc, capacity, used)
          for root, rc, capacity, used in fullest])
 
@@ -231,21 +230,51 @@ def _load(conn, flavours, resolved):
     trees sharing providers serve; and {class id: name}.
     """
     merged = sql.Names({}, {}, {}, {})
-    wanted: list[engine.Need] = []
+    links: list[engine.Need] = []
+    classes: set[int] = set()
     root_traits: set[str] = set()
     for flavour, (names, needs) in zip(flavours, resolved):
         for mine, all_of in zip(names, merged):
             all_of.update(mine)
         if needs is not None:
-            # Every tree: a flavour confined to one looks there itself.
-            wanted += [dataclasses.replace(need, tree=None)
-                       for need in needs]
+            classes.update(rc for need in needs for rc, _ in need.resources)
+            # The rows are read below, of every tree.
+            links += [dataclasses.replace(need, resources=(), tree=None)
+                      for need in needs]
             root_traits |= (flavour.request.root_required
                             | flavour.request.root_forbidden)
     together = request_model.Request(groups=[], root_required=root_traits)
-    universe = loading.load_universe(conn, together, wanted, merged,
-                                     narrow=False)
+    universe = loading.load_universe(conn, together, links, merged)
+    universe.requested_classes = classes
+    _read_rows(conn, universe)
     return universe, {ident: name for name, ident in merged.classes.items()}
+
+
+# Trees whose rows are read at a time.
+TREES_A_READ = 10000
+
+
+def _read_rows(conn, universe):
+    """Every row of the universe's classes, a batch of trees at a time,
+    their values shared between rows: at 100,000 nodes the rows take
+    half the memory they would read at once, values repeated."""
+    if not universe.requested_classes:
+        return
+    shared: dict[Any, Any] = {}
+    after = -1
+    while True:
+        roots = sql.usable_roots(conn, None, after, TREES_A_READ)
+        if not roots:
+            return
+        universe.add_inventories(
+            sql.Inventory(inv.provider, inv.rc,
+                          inv.provider if inv.root == inv.provider
+                          else inv.root,
+                          *(shared.setdefault(value, value)
+                            for value in inv[3:]))
+            for inv in sql.inventories(conn, universe.requested_classes,
+                                       roots=roots))
+        after = roots[-1]
 
 
 class _Counter:
@@ -554,7 +583,9 @@ def _find(leader, node):
     return node
 
 
-def _flavour_fit(flavour, hosts, shown, memberships):
+def _flavour_fit(flavour, hosts, hosts_listed, memberships):
+    """The FlavourFit of ``hosts`` ({root: HostFit}), listing the
+    ``hosts_listed`` with the most room (None: all that have some)."""
     fit = sum(host.fit for host in hosts.values())
     method = (PLACED if any(host.method == PLACED for host in hosts.values())
               else EXACT)
@@ -569,11 +600,19 @@ def _flavour_fit(flavour, hosts, shown, memberships):
                   for aggregate in held}
     limited_by = (min(binding, key=lambda rc: (-binding[rc], rc))
                   if binding else None)
+    with_room = [host for host in hosts.values() if host.fit]
+    shown = (sorted(with_room, key=_most_room) if hosts_listed is None
+             else heapq.nsmallest(hosts_listed, with_room, key=_most_room))
     return FlavourFit(
         flavour.name, flavour.query, fit, method, limited_by,
-        sum(1 for host in hosts.values() if host.fit), shown,
+        len(with_room), shown,
         [(aggregate, by_aggregate[aggregate])
          for aggregate in sorted(aggregates)])
+
+
+def _most_room(host):
+    """Hosts with the most room first, then in id order."""
+    return -host.fit, host.root
 
 
 def _trees(universe):
@@ -592,13 +631,12 @@ def _free(inv):
                - inv.used)
 
 
-def _stranded(universe, per_flavour, class_names):
-    """(class, free, hosts) over the hosts where no flavour fits once."""
-    roomy = {root for hosts in per_flavour
-             for root, host in hosts.items() if host.fit}
+def _stranded(trees, roomy, class_names):
+    """(class, free, hosts) over the hosts (``trees``: _trees) where no
+    flavour fits once (not in ``roomy``)."""
     free: collections.Counter = collections.Counter()
     holders: dict[int, set[int]] = collections.defaultdict(set)
-    for root, rows in _trees(universe).items():
+    for root, rows in trees.items():
         if root in roomy:
             continue
         for inv in rows:
@@ -610,23 +648,34 @@ def _stranded(universe, per_flavour, class_names):
                   for rc in free)
 
 
-def _usage(conn):
-    """(class, capacity, used, [(aggregate, capacity, used)]) of every
-    class of the cloud."""
+def _usage(universe, memberships, class_names):
+    """(class, capacity, used, [(aggregate, capacity, used)]) of the
+    classes the universe holds; an aggregate's, over the trees of its
+    member roots."""
+    capacity: collections.Counter = collections.Counter()
+    used: collections.Counter = collections.Counter()
+    by_aggregate: collections.defaultdict = collections.defaultdict(
+        lambda: [0, 0])
+    for inv in universe.inventory.values():
+        usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+        capacity[inv.rc] += usable
+        used[inv.rc] += inv.used
+        for aggregate in memberships.get(inv.root, ()):
+            sums = by_aggregate[inv.rc, aggregate]
+            sums[0] += usable
+            sums[1] += inv.used
     aggregates = collections.defaultdict(list)
-    for item in capacity_metrics.by_aggregate(conn):
-        aggregates[item.resource_class].append(
-            (item.aggregate_uuid, int(item.capacity), item.used))
-    return [(item.resource_class, int(item.capacity), item.used,
-             aggregates.get(item.resource_class, []))
-            for item in capacity_metrics.by_resource_class(conn)]
+    for (rc, aggregate), (usable, taken) in sorted(by_aggregate.items()):
+        aggregates[rc].append((aggregate, usable, taken))
+    return sorted((class_names[rc], capacity[rc], used[rc], aggregates[rc])
+                  for rc in capacity)
 
 
-def _fullest(universe, class_names):
+def _fullest(trees, class_names):
     """(root, class, capacity, used) of the FULLEST hosts with the largest
     share used of a class, that class summed over the tree."""
     ranked = []
-    for root, rows in _trees(universe).items():
+    for root, rows in trees.items():
         capacity: collections.Counter = collections.Counter()
         used: collections.Counter = collections.Counter()
         for inv in rows:

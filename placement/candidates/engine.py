@@ -470,7 +470,9 @@ def spread_options(universe: Universe, need: Need,
                         & forbidden_aggs)
                 if ok and (member or anchor in members):
                     options[anchor][provider] = None
-        by_class[rc] = {anchor: sorted(providers)
+        # Most anchors have one option per class: nothing to sort.
+        by_class[rc] = {anchor: sorted(providers) if len(providers) > 1
+                        else list(providers)
                         for anchor, providers in options.items()}
     return by_class
 
