@@ -186,11 +186,13 @@ def _count(conn, flavours, hosts_listed):
     roomy: set[int] = set()
     answers = []
     for flavour, (names, needs) in zip(flavours, resolved):
-        hosts = ({} if needs is None
-                 else _Counter(conn, universe, flavour.request, names,
-                               needs, class_names).hosts())
-        roomy.update(root for root, host in hosts.items() if host.fit)
-        answers.append(_flavour_fit(flavour, hosts, hosts_listed,
+        hosts, placed = {}, False
+        if needs is not None:
+            counter = _Counter(conn, universe, flavour.request, names,
+                               needs, class_names)
+            hosts, placed = counter.hosts(), counter.placed
+        roomy.update(hosts)
+        answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
                                     memberships))
     trees = _trees(universe)
     fullest = _fullest(trees, class_names)
@@ -266,14 +268,18 @@ def _read_rows(conn, universe):
         roots = sql.usable_roots(conn, None, after, TREES_A_READ)
         if not roots:
             return
-        universe.add_inventories(
-            sql.Inventory(inv.provider, inv.rc,
-                          inv.provider if inv.root == inv.provider
-                          else inv.root,
-                          *(shared.setdefault(value, value)
-                            for value in inv[3:]))
-            for inv in sql.inventories(conn, universe.requested_classes,
-                                       roots=roots))
+        share = shared.setdefault
+        universe.add_inventories([
+            sql.Inventory(provider, rc, provider if root == provider
+                          else root, parent, share(total, total),
+                          share(reserved, reserved), share(ratio, ratio),
+                          share(sql_ratio, sql_ratio),
+                          share(min_unit, min_unit), share(max_unit, max_unit),
+                          share(step, step), share(used, used))
+            for (provider, rc, root, parent, total, reserved, ratio,
+                 sql_ratio, min_unit, max_unit, step, used)
+            in sql.inventories(conn, universe.requested_classes,
+                               roots=roots)])
         after = roots[-1]
 
 
@@ -291,9 +297,11 @@ class _Counter:
             loading.load_ancestry(conn, self.plan)
         self.walk = self.plan.walker()
         self.found: dict[int, HostFit] = {}
+        # Whether some host was placed one by one.
+        self.placed = False
 
     def hosts(self) -> dict[int, HostFit]:
-        """{root id: HostFit} of every anchor with a count, 0 included."""
+        """{root id: HostFit} of the hosts where an instance fits."""
         plan, sharing, walk = self.plan, self.universe.sharing, self.walk
         # Union-find over the anchors whose options hold sharing
         # providers, and those providers.
@@ -331,8 +339,12 @@ class _Counter:
 
     def _note(self, anchor, room, method):
         """Host ``anchor`` takes room[0] instances, limited by the class
-        of id room[1] (None: nothing)."""
+        of id room[1] (None: nothing). Only hosts with room are kept."""
         fit, limited_by = room
+        if method == PLACED:
+            self.placed = True
+        if not fit:
+            return
         self.found[anchor] = HostFit(
             anchor, fit,
             None if limited_by is None else self.class_names[limited_by],
@@ -371,8 +383,11 @@ class _Counter:
                 (rc, amount), = amounts
                 spare = self.universe.spare(rc)
                 for anchor in anchors:
-                    fit = sum([spare[provider] // amount
-                               for provider in options[anchor]])
+                    providers = options[anchor]
+                    fit = (spare[providers[0]] // amount
+                           if len(providers) == 1 else
+                           sum([spare[provider] // amount
+                                for provider in providers]))
                     least = rooms[anchor][0]
                     if least is None or fit < least:
                         rooms[anchor] = (fit, rc)
@@ -583,16 +598,16 @@ def _find(leader, node):
     return node
 
 
-def _flavour_fit(flavour, hosts, hosts_listed, memberships):
-    """The FlavourFit of ``hosts`` ({root: HostFit}), listing the
-    ``hosts_listed`` with the most room (None: all that have some)."""
+def _flavour_fit(flavour, hosts, placed, hosts_listed, memberships):
+    """The FlavourFit of ``hosts`` ({root: HostFit} with room; some host
+    ``placed`` one by one or not), listing the ``hosts_listed`` with the
+    most room (None: all)."""
     fit = sum(host.fit for host in hosts.values())
-    method = (PLACED if any(host.method == PLACED for host in hosts.values())
-              else EXACT)
+    method = PLACED if placed else EXACT
     binding: collections.Counter = collections.Counter()
     by_aggregate: collections.Counter = collections.Counter()
     for host in hosts.values():
-        if host.fit and host.limited_by is not None:
+        if host.limited_by is not None:
             binding[host.limited_by] += host.fit
         for aggregate in memberships.get(host.root, ()):
             by_aggregate[aggregate] += host.fit
@@ -600,7 +615,7 @@ def _flavour_fit(flavour, hosts, hosts_listed, memberships):
                   for aggregate in held}
     limited_by = (min(binding, key=lambda rc: (-binding[rc], rc))
                   if binding else None)
-    with_room = [host for host in hosts.values() if host.fit]
+    with_room = list(hosts.values())
     shown = (sorted(with_room, key=_most_room) if hosts_listed is None
              else heapq.nsmallest(hosts_listed, with_room, key=_most_room))
     return FlavourFit(
