@@ -3,22 +3,13 @@ import io
 import json
 
 import pytest
+import test_operator_commands
 
-import api_cloud
+# compute-1 (8 VCPU, 2048 MB free) and compute-2 (8 VCPU, 16384 MB, AVX2).
+hosts = test_operator_commands.hosts
 
 SMALL = 'resources=VCPU:1,MEMORY_MB:1024'
 AVX = SMALL + '&required=HW_CPU_X86_AVX2'
-
-
-@pytest.fixture
-def hosts(api):
-    cloud = api_cloud.Cloud(api)
-    cloud.provider('compute-1', inventory={
-        'VCPU': 8, 'MEMORY_MB': {'total': 8192, 'reserved': 512}})
-    cloud.allocate('vm-1', {'compute-1': {'MEMORY_MB': 5632}})
-    cloud.provider('compute-2', inventory={'VCPU': 2, 'MEMORY_MB': 16384},
-                   traits=['HW_CPU_X86_AVX2'])
-    return cloud
 
 
 def test_text(manage_cli, hosts):
@@ -27,11 +18,11 @@ def test_text(manage_cli, hosts):
     assert (status, err) == (0, '')
     assert out == [
         'flavour  fit  limited by  method  query',
-        '-          4  MEMORY_MB   exact   ' + SMALL,
-        'avx        2  VCPU        exact   ' + AVX,
-        '  %s: compute-1 (%s) 2, limited by MEMORY_MB (exact)'
-        % (SMALL, hosts.uuids['compute-1']),
-        '  avx: compute-2 (%s) 2, limited by VCPU (exact)'
+        '-         10  VCPU        exact   ' + SMALL,
+        'avx        8  VCPU        exact   ' + AVX,
+        '  %s: compute-2 (%s) 8, limited by VCPU (exact)'
+        % (SMALL, hosts.uuids['compute-2']),
+        '  avx: compute-2 (%s) 8, limited by VCPU (exact)'
         % hosts.uuids['compute-2'],
     ]
 
@@ -59,7 +50,7 @@ def test_json_from_a_file_as_the_http_answer(manage_cli, hosts, api,
     assert body == http
     monkeypatch.setattr('sys.stdin', io.StringIO('small %s\n' % SMALL))
     status, out, _err = manage_cli('capacity', '--json', '--file', '-')
-    assert [f['fit'] for f in json.loads('\n'.join(out))['flavours']] == [4]
+    assert [f['fit'] for f in json.loads('\n'.join(out))['flavours']] == [10]
 
 
 @pytest.mark.parametrize('args, message', [
