@@ -262,22 +262,25 @@ def _read_rows(conn, universe):
     half the memory they would read at once, values repeated."""
     if not universe.requested_classes:
         return
-    shared: dict[Any, Any] = {}
+    # Apart: an int and a float that compare equal are not the same value.
+    numbers: dict[int, int] = {}
+    ratios: dict[float, float] = {}
     after = -1
     while True:
         roots = sql.usable_roots(conn, None, after, TREES_A_READ)
         if not roots:
             return
-        share = shared.setdefault
+        number, ratio = numbers.setdefault, ratios.setdefault
         universe.add_inventories([
             sql.Inventory(provider, rc, provider if root == provider
-                          else root, parent, share(total, total),
-                          share(reserved, reserved), share(ratio, ratio),
-                          share(sql_ratio, sql_ratio),
-                          share(min_unit, min_unit), share(max_unit, max_unit),
-                          share(step, step), share(used, used))
-            for (provider, rc, root, parent, total, reserved, ratio,
-                 sql_ratio, min_unit, max_unit, step, used)
+                          else root, parent, number(total, total),
+                          number(reserved, reserved), ratio(share, share),
+                          ratio(sql_share, sql_share),
+                          number(min_unit, min_unit),
+                          number(max_unit, max_unit), number(step, step),
+                          number(used, used))
+            for (provider, rc, root, parent, total, reserved, share,
+                 sql_share, min_unit, max_unit, step, used)
             in sql.inventories(conn, universe.requested_classes,
                                roots=roots)])
         after = roots[-1]

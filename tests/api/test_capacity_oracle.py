@@ -224,6 +224,8 @@ def test_capacity_matches_placing_one_by_one(backend, api, seed):
                            % query, version=None)
         assert response.status_code == 200, (seed, query, response.json)
         [answer] = response.json['flavours']
+        assert all(type(count) is int for count in [answer['fit']] + [
+            host['fit'] for host in answer['hosts']]), (seed, answer)
         if not number:
             assert _counts(answer) == _counts(
                 together.json['flavours'][0]), seed
