@@ -449,8 +449,8 @@ def spread_options(universe: Universe, need: Need,
     anchors_ok: dict[int, bool] = {}
     by_class = {}
     for rc, amount in need.resources:
-        options: collections.defaultdict[int, dict[int, None]] = (
-            collections.defaultdict(dict))
+        options: collections.defaultdict[int, list[int]] = (
+            collections.defaultdict(list))
         for inv in universe.fitting(rc, amount, need.tree):
             provider = inv.provider
             if provider in excluded:
@@ -459,9 +459,14 @@ def spread_options(universe: Universe, need: Need,
                     forbidden_aggs):
                 continue
             member = not member_of or provider in members
-            anchors = (inv.root,)
+            root = inv.root
+            anchors: tuple[int, ...] = (root,)
             if spreads and member and provider in sharing:
-                anchors += tuple(sorted(share_anchors[provider]))
+                # A row per provider and class: each anchor lists a
+                # provider once, its own tree's among the served.
+                anchors += tuple(anchor
+                                 for anchor in sorted(share_anchors[provider])
+                                 if anchor != root)
             for anchor in anchors:
                 ok = anchors_ok.get(anchor)
                 if ok is None:
@@ -469,11 +474,11 @@ def spread_options(universe: Universe, need: Need,
                         forbidden_aggs and aggregates.get(anchor, _NONE)
                         & forbidden_aggs)
                 if ok and (member or anchor in members):
-                    options[anchor][provider] = None
-        # Most anchors have one option per class: nothing to sort.
-        by_class[rc] = {anchor: sorted(providers) if len(providers) > 1
-                        else list(providers)
-                        for anchor, providers in options.items()}
+                    options[anchor].append(provider)
+        for providers in options.values():
+            if len(providers) > 1:
+                providers.sort()
+        by_class[rc] = dict(options)
     return by_class
 
 
