@@ -51,6 +51,7 @@ from placement.db import standard_sync
 from placement.db import tables
 
 import api_cloud
+import sql_rows
 
 JSON = 'application/json'
 # Generated requests per endpoint, on top of the fixed corpus.
@@ -949,13 +950,6 @@ def _inverted_units(document):
 
 # -- database snapshots -------------------------------------------------------
 
-def _snapshot(engine):
-    with engine.connect() as conn:
-        return {table.name: conn.execute(
-            table.select().order_by(*table.primary_key.columns)).all()
-            for table in tables.metadata.sorted_tables}
-
-
 def _keyed(table, rows):
     columns = [table.columns.keys().index(c.name)
                for c in table.primary_key.columns]
@@ -1039,7 +1033,7 @@ class Fuzzer:
         self.api = api
         self.backend = backend
         self.seed = Seed(api)
-        self.baseline = _snapshot(backend.engine)
+        self.baseline = sql_rows.every_row(backend.engine)
         # (endpoint, cause) -> [size, request, text, count]
         self.failures = {}
         self.sent = 0
@@ -1130,7 +1124,7 @@ class Fuzzer:
             self._check_database(label, request, response)
 
     def _check_database(self, label, request, response):
-        after = _snapshot(self.backend.engine)
+        after = sql_rows.every_row(self.backend.engine)
         if after == self.baseline:
             return
         if 400 <= response.status_code < 500:
@@ -1141,7 +1135,7 @@ class Fuzzer:
                 request, response,
                 '\n      changed: ' + '\n               '.join(changes))
         _restore(self.backend.engine, self.baseline, after)
-        restored = _snapshot(self.backend.engine)
+        restored = sql_rows.every_row(self.backend.engine)
         assert restored == self.baseline, _describe_changes(
             self.baseline, restored)
 
@@ -1561,4 +1555,4 @@ def test_checks_catch_what_they_are_for(api, backend):
     assert 'RecursionError: deep' in fuzzer.report()
     assert 'traits: +1' in fuzzer.report()
     # The half-written row was taken out again.
-    assert _snapshot(backend.engine) == fuzzer.baseline
+    assert sql_rows.every_row(backend.engine) == fuzzer.baseline
