@@ -19,6 +19,7 @@ under /root), and its folder (with the SQLite database) belongs to it.
 import os
 import pathlib
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,32 @@ def apache(httpd, backend, tmp_path):
             env=dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(root))):
         yield client, root / 'error.log'
 
+
+
+def test_sample_says_how_many_names_it_defines():
+    """The header asks for as many names as the sample takes, and the
+    WSGI folder has no default tied to one Python version."""
+    text = SAMPLE_CONFIG.read_text()
+    names = re.findall(r'^<IfDefine !(PLACEMENT_\w+)>', text, re.M)
+    assert names == ['PLACEMENT_VENV', 'PLACEMENT_WSGI_DIR',
+                     'PLACEMENT_USER', 'PLACEMENT_GROUP']
+    assert 'Set the four names below' in text
+    assert not re.search(r'python\d', text)
+
+
+def test_sample_without_the_wsgi_folder_is_refused(httpd, tmp_path):
+    """Apache's syntax check stops at the sample's Error line, naming
+    what to define."""
+    binary, module_lines = httpd
+    (tmp_path / 'httpd.conf').write_text('\n'.join([
+        'ServerRoot "%s"' % tmp_path, 'ServerName 127.0.0.1',
+        'Listen 127.0.0.1:%d' % wsgi_process.free_port(),
+        'DefaultRuntimeDir "%s"' % tmp_path, module_lines,
+        'Include "%s"' % SAMPLE_CONFIG, '']))
+    result = subprocess.run([binary, '-t', '-f', tmp_path / 'httpd.conf'],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert 'Define PLACEMENT_WSGI_DIR' in result.stderr
 
 def test_serves_under_apache(apache):
     client, error_log = apache

@@ -3,8 +3,10 @@
 request log on gunicorn's stderr, and its child_exit hook forgetting the
 metrics of a worker that died.
 
-Only the address and the configuration folder are given on the command
-line, as a deployment overriding the sample would. SQLite only, to keep it
+Only the address is given on the command line, as a deployment
+overriding the sample would; the configuration folder comes from
+OS_PLACEMENT_CONFIG_DIR in gunicorn's environment, which the sample
+honours. SQLite only, to keep it
 short: test_apache.py runs the same checks on every backend.
 """
 import os
@@ -37,11 +39,11 @@ def _sample_server(backend, tmp_path, sections=None, env=None):
     log = tmp_path / 'gunicorn.log'
     return live_server.running(
         [sys.executable, '-m', 'gunicorn', '--config', SAMPLE_CONFIG,
-         '--bind', '127.0.0.1:%d' % port,
-         '--env', 'OS_PLACEMENT_CONFIG_DIR=%s' % tmp_path],
+         '--bind', '127.0.0.1:%d' % port],
         client, log,
         # gunicorn keeps its control socket there.
-        env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), **(env or {}))
+        env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path),
+                 OS_PLACEMENT_CONFIG_DIR=str(tmp_path), **(env or {}))
     ), client, log
 
 
