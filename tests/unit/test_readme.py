@@ -21,6 +21,7 @@ from oslo_policy import policy as oslo_policy
 import yaml
 
 from placement import policies
+
 import readme_blocks
 
 REPO = readme_blocks.REPO

@@ -7,10 +7,11 @@ asks for with ``?microversion=1.N`` (default: the latest; the
 ``OpenStack-API-Version`` header of the request for the document is not
 read): the operations that exist at that version, their query parameters
 and request bodies as that version validates them, and the
-``OpenStack-API-Version`` header an API request sends to get them. Every operation also
-carries ``x-microversions`` (``{"min": ..., "max": ...}``, the range in
-which it exists) and, where they change, ``x-request-schema-versions``
-(the versions from which its query or body schema differs).
+``OpenStack-API-Version`` header an API request sends to get them. Every
+operation also carries ``x-microversions`` (``{"min": ..., "max":
+...}``, the range in which it exists) and, where they change,
+``x-request-schema-versions`` (the versions from which its query or body
+schema differs).
 
 It is built at runtime from the application itself: paths and methods
 from the Flask url map; summaries, version ranges, success statuses,
