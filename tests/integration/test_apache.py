@@ -1,6 +1,7 @@
 """The service under a real Apache httpd and mod_wsgi, configured by the
 shipped etc/apache2/placement-api.conf (4 daemon processes x 4 threads,
-mounted at /placement), on every database backend.
+mounted at /placement) as the README's commands install it, on every
+database backend.
 
 Apache runs in the foreground on a free port with its own ServerRoot,
 PidFile and ErrorLog in a temporary folder; the mod_wsgi module is the one
@@ -36,6 +37,7 @@ import placement.wsgi
 from conftest import make_conf
 from conftest import unavailable
 import live_server
+import readme_blocks
 import wsgi_process
 
 pytestmark = pytest.mark.integration
@@ -114,6 +116,25 @@ def _database_url(backend, folder):
     return url
 
 
+def _readme_conf(folder):
+    """The sample with PLACEMENT_WSGI_DIR defined first, made by the
+    README's commands (those of its Apache block that write the file)."""
+    conf = folder / 'placement-api.conf'
+    (block,) = readme_blocks.marked('by', 'tests/integration/test_apache.py')
+    commands = [line for line in block.text.replace('\\\n', '').splitlines()
+                if line.startswith(('WSGI_DIR=', '{ echo'))]
+    assert len(commands) == 2
+    script = '\n'.join(commands).replace(
+        '/opt/placement/venv', sys.prefix).replace(
+            '/etc/apache2/conf-available/placement-api.conf', str(conf))
+    subprocess.run(['bash', '-euo', 'pipefail', '-c', script], cwd=REPO,
+                   check=True)
+    assert conf.read_text().startswith(
+        'Define PLACEMENT_WSGI_DIR %s\n' % pathlib.Path(
+            placement.wsgi.__file__).parent)
+    return conf
+
+
 def _chown_tree(folder, user):
     for path in [folder, *folder.rglob('*')]:
         os.chown(path, user.pw_uid, user.pw_gid)
@@ -140,11 +161,9 @@ def apache(httpd, backend, tmp_path):
         module_lines,
         'WSGISocketPrefix "%s"' % (root / 'run' / 'wsgi'),
         'Define PLACEMENT_VENV "%s"' % sys.prefix,
-        'Define PLACEMENT_WSGI_DIR "%s"'
-        % pathlib.Path(placement.wsgi.__file__).parent,
         'Define PLACEMENT_USER %s' % user.pw_name,
         'Define PLACEMENT_GROUP #%d' % user.pw_gid,
-        'Include "%s"' % SAMPLE_CONFIG,
+        'Include "%s"' % _readme_conf(root),
         '',
     ]))
     if prefix:
