@@ -26,7 +26,8 @@ KINDS = ('run', 'config', 'nova.conf', 'log-line', 'excerpt', 'haproxy',
 # The blocks test_readme_operator_path.py runs, in the operator's order.
 RUN_STEPS = ('install', 'mariadb-sql', 'postgresql-sql', 'placement.conf',
              'validate', 'policy.yaml', 'db-sync', 'keystone', 'gunicorn',
-             'verify', 'utf8mb4-convert', 'quick-start', 'quick-start-curl',
+             'verify', 'take-over', 'utf8mb4-convert', 'quick-start',
+             'quick-start-curl',
              'quick-start-openstack', 'dev-curl')
 _MARKER = re.compile(r'^\s*<!-- test: (\S+)(?: (.+?))? -->$')
 _FENCE = re.compile(r'^(\s*)```(\S*)$')

@@ -43,6 +43,7 @@ from conftest import _ServerUnreachable
 from conftest import admin_engine
 from conftest import selected_backends
 from conftest import unavailable
+import integration_venvs
 import keystone_server
 import readme_blocks
 import wsgi_process
@@ -217,8 +218,9 @@ def _placement_conf(server, name, password, keystone, keystone_password):
                   r'\g<1>%s:%s@%s/%s' % (name, password, host, name), text,
                   flags=re.M)
     assert name in text
-    text = (text.replace('http://controller:5000/', keystone.url[:-3])
-            .replace('PLACEMENT_PASS', keystone_password))
+    if keystone:
+        text = text.replace('http://controller:5000/', keystone.url[:-3])
+    text = text.replace('PLACEMENT_PASS', keystone_password)
     # The test Keystone publishes public endpoints only.
     (public,) = [block.text for block in readme_blocks.marked('config')
                  if 'interface = public' in block.text]
@@ -332,6 +334,33 @@ def _run_the_service(machine, server, name, password, keystone,
     logged = [line for line in log_path.read_text().splitlines()
               if '"GET /traits?name=in:HW_CPU_X86_AVX"' in line]
     assert logged and _log_line_pattern().fullmatch(logged[-1]), logged
+
+
+@pytest.mark.parametrize('server', sorted(SQL_STEPS))
+def test_take_over_an_upstream_database(server, machine, tmp_path):
+    """Upstream 16.0.0's db sync makes the database; the README's
+    take-over commands, run with this service's venv first on PATH,
+    adopt it."""
+    admin = _server_admin(server)
+    upstream = integration_venvs.upstream() / 'bin'
+    name = 'ptest_' + uuid.uuid4().hex[:12]
+    password = uuid.uuid4().hex
+    sql = readme_blocks.step(SQL_STEPS[server]).text
+    machine = machine.with_etc(tmp_path / 'etc' / 'placement')
+    conf = machine.etc / 'placement.conf'
+    try:
+        _execute(admin, re.sub(r'\bplacement\b', name, sql).replace(
+            'PLACEMENT_DBPASS', password))
+        conf.write_text(_placement_conf(server, name, password, None, ''))
+        _bash('%s --config-file %s db sync' % (
+            upstream / 'placement-manage', conf), tmp_path)
+        output = _bash(
+            machine.paths(readme_blocks.step('take-over').text), tmp_path,
+            env=dict(os.environ, PATH='%s:%s' % (
+                machine.venv / 'bin', os.environ['PATH'])))
+        assert 'Result: Success' in output and 'Failure' not in output
+    finally:
+        _drop(admin, server, name)
 
 
 def test_quick_start(machine, tmp_path):
