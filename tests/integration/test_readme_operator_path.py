@@ -6,8 +6,9 @@ Into a temporary folder standing for the machine (``/opt/placement`` and
 ``/path/to/this/checkout``): install into a fresh venv (which must hold
 the runtime requirements alone), then on MariaDB and on PostgreSQL create
 the database and its user with the README's SQL (a random name for both,
-dropped afterwards), write its ``placement.conf`` and ``policy.yaml``,
-check the file with its validator command, ``db sync``, register the
+dropped afterwards), write its ``placement.conf`` and ``policy.yaml``
+(which must let its role list the providers), check the file with its
+validator command, ``db sync``, register the
 service in a real Keystone with its ``openstack`` commands, start the
 gunicorn sample as it says, and run its verify commands (``placement-status
 upgrade check``, curl, the openstack CLI through the catalog); the request
@@ -273,6 +274,20 @@ def _log_line_pattern():
     return re.compile(pattern)
 
 
+def _policy_file_applies(keystone, url):
+    """The README's policy.yaml, beside placement.conf, lets a
+    ``monitoring`` role list the providers, and nothing else."""
+    name = 'monitor-' + uuid.uuid4().hex[:8]
+    keystone.client().user(name, name, project_roles=[
+        ('service', 'monitoring')])
+    headers = {'X-Auth-Token': keystone.token(name, name, project='service'),
+               'OpenStack-API-Version': 'placement latest'}
+    for path, status in (('/resource_providers', 200),
+                         ('/resource_classes', 403)):
+        response = requests.get(url + path, headers=headers, timeout=60)
+        assert response.status_code == status, (path, response.text)
+
+
 @pytest.mark.parametrize('server', sorted(SQL_STEPS))
 def test_operator_path(server, machine, keystone, openstack_bin, registered,
                        tmp_path):
@@ -322,6 +337,7 @@ def _run_the_service(machine, server, name, password, keystone,
         assert health == {'status': 'ok', 'database': 'ok'}
         assert re.search(r'\| VCPU +\|', output)
 
+        _policy_file_applies(keystone, url)
         token = keystone.token('admin', keystone_server.ADMIN_PASSWORD,
                                project='admin')
         response = requests.get(
