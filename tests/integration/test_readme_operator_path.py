@@ -12,7 +12,8 @@ validator command, ``db sync``, register the
 service in a real Keystone with its ``openstack`` commands, start the
 gunicorn sample as it says, and run its verify commands (``placement-status
 upgrade check``, curl, the openstack CLI through the catalog); the request
-log line it shows must match the real one. Then the quick start (the
+log line it shows must match the real one. Its take-over commands adopt
+a database upstream 16.0.0's ``db sync`` made. Then the quick start (the
 development server, its curl and openstack commands and the operator
 extensions' curl examples), the utf8mb4 conversion on MariaDB, and the
 HAProxy sections through HAProxy's own check.
