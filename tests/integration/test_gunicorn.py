@@ -11,6 +11,7 @@ short: test_apache.py runs the same checks on every backend.
 """
 import os
 import pathlib
+import runpy
 import signal
 import sys
 import time
@@ -45,6 +46,16 @@ def _sample_server(backend, tmp_path, sections=None, env=None):
         env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path),
                  OS_PLACEMENT_CONFIG_DIR=str(tmp_path), **(env or {}))
     ), client, log
+
+
+def test_sample_takes_the_config_dir_from_the_environment(monkeypatch):
+    """raw_env passes $OS_PLACEMENT_CONFIG_DIR on, /etc/placement without."""
+    monkeypatch.delenv('OS_PLACEMENT_CONFIG_DIR', raising=False)
+    assert runpy.run_path(str(SAMPLE_CONFIG))['raw_env'] == [
+        'OS_PLACEMENT_CONFIG_DIR=/etc/placement']
+    monkeypatch.setenv('OS_PLACEMENT_CONFIG_DIR', '/srv/placement')
+    assert runpy.run_path(str(SAMPLE_CONFIG))['raw_env'] == [
+        'OS_PLACEMENT_CONFIG_DIR=/srv/placement']
 
 
 @pytest.fixture
