@@ -20,6 +20,7 @@ from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 import yaml
 
+from placement import conf as placement_conf
 from placement import policies
 
 import readme_blocks
@@ -204,3 +205,52 @@ def test_policy_section_names_oslo_policys_options():
     section = text[text.index('### Policy: '):
                    text.index('### Create the schema')]
     assert '**`enforce_scope`**: oslo.policy 6' in section
+
+
+# Upstream 16.0.0's own options (placement/conf/ there), by group.
+UPSTREAM_OPTIONS = {
+    'DEFAULT': {'tempdir', 'pybasedir', 'state_path'},
+    'api': {'auth_strategy'},
+    'placement': {'randomize_allocation_candidates',
+                  'incomplete_consumer_project_id',
+                  'incomplete_consumer_user_id',
+                  'allocation_conflict_retry_count',
+                  'max_allocation_candidates',
+                  'allocation_candidates_generation_strategy'},
+    'placement_database': {'connection', 'connection_parameters',
+                           'sqlite_synchronous', 'slave_connection',
+                           'mysql_sql_mode', 'connection_recycle_time',
+                           'max_pool_size', 'max_retries', 'retry_interval',
+                           'max_overflow', 'connection_debug',
+                           'connection_trace', 'pool_timeout',
+                           'sync_on_startup'},
+    'workarounds': {'optimize_for_wide_provider_trees'},
+}
+
+
+def _options_table():
+    """{group: names} of the rows of the README's table of options."""
+    text = readme_blocks.text()
+    start = text.index('### Configuration options this service adds')
+    table = text[start:text.index('\n### ', start + 1)]
+    named = {}
+    for row in re.findall(r'^\| (`\[[^|]+) \|', table, re.M):
+        group = re.match(r'`\[(\w+)\]', row).group(1)
+        names = re.findall(r'`(?:\[\w+\] )?(\w+)`', row)
+        named.setdefault(group, set()).update(names)
+    return named
+
+
+def test_options_table_names_every_option_not_upstreams():
+    """Every option this service registers that upstream does not have is
+    a row of the README's one table of options."""
+    table = _options_table()
+    missing = []
+    for group, options in placement_conf.list_opts():
+        name = getattr(group, 'name', group)
+        for option in options:
+            if option.name in UPSTREAM_OPTIONS.get(name, ()):
+                continue
+            if option.name not in table.get(name, ()):
+                missing.append('[%s] %s' % (name, option.name))
+    assert missing == []
