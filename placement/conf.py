@@ -202,11 +202,13 @@ database_opts = [
         'transaction_timeout', default=10.0, min=0,
         help='Seconds the database work of one request (all its reads '
              'and writes, retries and connection attempts included) may '
-             'take on a MySQL or PostgreSQL server. Past that, the '
-             'connection is cut and the request answered 503, so that a '
-             'frozen or cut-off database server cannot hang requests; the '
-             'pool then replaces its connections to that server. 0: wait '
-             'forever (upstream\'s behaviour). Not upstream\'s option.'),
+             'take. Past that, the request is answered 503: on a MySQL or '
+             'PostgreSQL server the connection is cut, so that a frozen '
+             'or cut-off database server cannot hang requests, and the '
+             'pool replaces its connections to that server; on SQLite a '
+             'wait for the lock another process holds ends. 0: wait '
+             'forever (upstream\'s behaviour; on SQLite, 30 s for the '
+             'lock). Not upstream\'s option.'),
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Apply database schema migrations when the web '
                      'service starts.'),

@@ -207,6 +207,16 @@ def is_statement_timeout(exc: BaseException) -> bool:
     return bool(backends.verdict('is_statement_timeout', _dbapi_error(exc)))
 
 
+def is_out_of_time(exc: BaseException) -> bool:
+    """True if ``exc`` ended the work because the current deadline
+    passed: the server stopped the statement, the watchdog cut the
+    connection, or a wait for a lock (SQLite's busy timeout, set to the
+    deadline) ran out."""
+    return is_statement_timeout(exc) or (
+        (is_lost_connection(exc) or is_conflict(exc))
+        and watchdog.remaining() <= 0)
+
+
 def is_unstorable_value(exc: BaseException) -> bool:
     """True if the database refused a value itself, not the statement."""
     return isinstance(exc, sa.exc.DataError) or bool(

@@ -18,7 +18,6 @@ from placement import exception
 from placement import versions
 from placement.api.pipeline import microversion
 from placement.db import engine as db_engine
-from placement.db import watchdog
 from placement.exception import ILLEGAL_DUPLICATE_QUERYPARAM  # noqa: F401
 from placement.exception import QUERYPARAM_BAD_VALUE  # noqa: F401
 from placement.exception import QUERYPARAM_MISSING_VALUE  # noqa: F401
@@ -248,10 +247,7 @@ def _wording(exc):
 
 
 def _database_error(exc):
-    if db_engine.is_statement_timeout(exc) or (
-            db_engine.is_lost_connection(exc) and watchdog.remaining() <= 0):
-        # The server stopped the statement, or the watchdog cut the
-        # connection, because the request's time was up.
+    if db_engine.is_out_of_time(exc):
         return _domain_error(exception.DeadlineExceeded())
     if db_engine.is_unstorable_value(exc):
         # A value the schema let through but the column cannot hold.
