@@ -1,10 +1,13 @@
 """GET /healthcheck (an extension): is the service able to reach its
-database? For load balancers and orchestrators: no token, no
-microversion, no request log line.
+database, and does the database have the schema this code serves? For
+load balancers and orchestrators: no token, no microversion, no request
+log line.
 
     200 {"status": "ok", "database": "ok"}
     503 {"status": "error", "database": "unreachable"}   the query failed
     503 {"status": "error", "database": "timeout"}       no answer in time
+    503 {"status": "error", "database": "schema missing"} (or "schema
+        partial", "schema older", "schema newer": placement.db.migration)
     503 {"status": "disabled", "database": "ok"}          drained by file
 
 While the file [healthcheck] disable_by_file_path names exists, the check
@@ -16,9 +19,12 @@ also says whether reads go to it: ``"replica": "ok"``, or why not (its
 last lag check's verdict, e.g. ``"lag 3.2s exceeds 1.0s"``). The status
 follows the primary alone: without the replica, reads go to the primary.
 
-The check is ``SELECT 1`` on a pooled connection, bounded by TIMEOUT
-seconds whatever the database or the pool do. Concurrent health requests
-share the check in flight instead of queueing more behind a stuck one.
+The check is one statement on a pooled connection (migration.probe_schema:
+the schema's revision, naming every table and column and reading none of
+their rows), bounded by TIMEOUT seconds whatever the database or the
+pool do; the schema is only read in full when that finds it wrong.
+Concurrent health requests share the check in flight instead of
+queueing more behind a stuck one.
 """
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -31,6 +37,7 @@ from typing import Any
 import sqlalchemy.exc
 import webob
 
+from placement.db import migration
 from placement.db import replica as replica_db
 from placement.db import session
 
@@ -103,7 +110,7 @@ class HealthCheck:
         with self._lock:
             if self._in_flight is None or self._in_flight.done():
                 self._in_flight = self._executor.submit(
-                    self._primary.read, _select_one)
+                    migration.probe_schema, self._primary)
             check = self._in_flight
         try:
             check.result(timeout=self._timeout)
@@ -111,11 +118,11 @@ class HealthCheck:
             LOG.warning('Health check: the database did not answer within '
                         '%ss', self._timeout)
             return 'timeout'
+        except migration.SchemaMismatch as exc:
+            LOG.warning('Health check: %s', exc)
+            return 'schema %s' % exc.state
         except sqlalchemy.exc.SQLAlchemyError as exc:
             LOG.warning('Health check: the database is unreachable: %s', exc)
             return 'unreachable'
         return 'ok'
 
-
-def _select_one(connection: sqlalchemy.Connection) -> None:
-    connection.exec_driver_sql('SELECT 1')

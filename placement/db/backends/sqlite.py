@@ -66,6 +66,21 @@ class SQLite(base.Backend):
             return None
         return 'locked' in str(orig).lower()
 
+    def is_schema_mismatch(self, orig: BaseException) -> bool | None:
+        """"no such table", "no such column"."""
+        if type(orig).__module__ != 'sqlite3':
+            return None
+        return str(orig).startswith(('no such table', 'no such column'))
+
+    def connect_failure(self, orig: BaseException) -> str | None:
+        """"unable to open database file": no such directory, or no
+        right to it."""
+        if type(orig).__module__ != 'sqlite3':
+            return None
+        if 'unable to open database file' in str(orig):
+            return base.CONNECT_UNOPENABLE
+        return None
+
     def claim_write_lock(self, connection: sa.Connection) -> None:
         """A SQLite transaction that reads before it writes cannot wait
         for the lock later: if another writer committed since its first
