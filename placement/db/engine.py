@@ -252,8 +252,11 @@ def connect_failure(exc: BaseException) -> str | None:
     connect."""
     if not isinstance(exc, sa_exc.DBAPIError):
         return None
+    orig = exc.orig
+    if orig is None:
+        return None
     for backend in backends.ALL:
-        kind = backend.connect_failure(exc.orig)
+        kind = backend.connect_failure(orig)
         if kind is not None:
             return kind
     return backend_base.CONNECT_UNREACHABLE if is_unreachable(exc) else None

@@ -259,6 +259,15 @@ def _database_error(exc):
         LOG.warning('Giving up on a write that kept colliding: %s', exc.orig)
         return _render_error(Conflict(
             exception.DATA_CHANGED, code=CONCURRENT_UPDATE))
+    if db_engine.is_schema_mismatch(exc):
+        # The schema was removed or changed under the running service
+        # (its start checks it): /healthcheck says which state it is in.
+        LOG.error('The database lacks a table or column this release '
+                  'uses: %s; placement-status upgrade check says what to '
+                  'do', exc.orig)
+        return _render_error(ServiceUnavailable(
+            'The placement database does not have the schema this service '
+            'needs.'))
     if db_engine.is_unreachable(exc) or db_engine.is_transient(exc):
         LOG.error('Database unreachable: %s', exc.orig)
         return _render_error(ServiceUnavailable(
