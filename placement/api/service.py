@@ -52,10 +52,15 @@ def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
         line = operator_errors.one_line(exc)
         if line is None:
             raise
-        # With [DEFAULT] debug, its traceback too.
+        failure = exc
+    else:
+        failure = None
+    if failure is not None:
+        # Logged outside the handler, where oslo.log would repeat the
+        # exception after the line; with [DEFAULT] debug, its traceback.
         LOG.critical('Cannot start placement: %s', line,
-                     exc_info=exc if conf.debug else None)
-        raise StartupError('placement: %s' % line) from None
+                     exc_info=failure if conf.debug else None)
+        raise StartupError('placement: %s' % line)
     # What the process holds once started (modules, SQLAlchemy's tables
     # and caches, the app) lives as long as it does: kept out of the
     # cyclic collector's scans, which every request's large answer would
