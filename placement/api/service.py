@@ -45,6 +45,7 @@ def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
                  'has no effect here (the candidate engine does not need '
                  'it); it is accepted so that upstream\'s configuration '
                  'files load.')
+    failure: Exception | None = None
     try:
         profiler.init(conf)
         application = app.create_app(conf)
@@ -53,8 +54,6 @@ def build_application(conf: cfg.ConfigOpts) -> WSGIApplication:
         if line is None:
             raise
         failure = exc
-    else:
-        failure = None
     if failure is not None:
         # Logged outside the handler, where oslo.log would repeat the
         # exception after the line; with [DEFAULT] debug, its traceback.
