@@ -473,12 +473,15 @@ def _known_options(conf, found):
     loaded = {ep.name: ep for ep in metadata.entry_points(
         group='oslo.config.opts') if ep.name in OPTION_NAMESPACES}
     for namespace in OPTION_NAMESPACES:
-        if namespace not in loaded:
+        try:
+            listed = loaded[namespace].load()()
+        except (KeyError, ImportError):
+            # Not installed (osprofiler is optional).
             optional = _OPTIONAL_SECTIONS.get(namespace)
             if optional:
                 known.setdefault(optional, set())
             continue
-        for group, opts in loaded[namespace].load()():
+        for group, opts in listed:
             add(getattr(group, 'name', group) or 'DEFAULT', opts)
     # What is registered here (command-line options among them): the
     # names of the options and groups (iterating a ConfigOpts gives

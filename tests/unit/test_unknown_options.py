@@ -2,6 +2,7 @@
 start, with the closest known name; the service and the commands go on,
 as upstream's do."""
 import logging
+import sys
 
 import pytest
 
@@ -133,3 +134,11 @@ def test_the_commands_warn_and_go_on(tmp_path, capsys, main, argv, prog):
     assert main(['--config-file', str(path), *argv]) == 0
     assert capsys.readouterr().err == '%s: warning: %s\n' % (
         prog, WARNINGS[1])
+
+
+def test_without_osprofiler_its_section_is_not_unknown(tmp_path,
+                                                        monkeypatch):
+    """osprofiler is optional: without it, [profiler] is not reported."""
+    monkeypatch.setitem(sys.modules, 'osprofiler.opts', None)
+    conf = _load(tmp_path, '[profiler]\nenabled = false\n')
+    assert placement_conf.unknown_options(conf) == []
