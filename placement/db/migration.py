@@ -154,20 +154,32 @@ def _missing(connection):
     return missing
 
 
-def probe_schema(database: session.Database) -> None:
+def probe_schema(database: session.Database) -> SchemaMismatch | None:
     """What the health check reads instead of SELECT 1: one cheap
     statement, which fails unless every table and column of placement's
     schema is there, and gives the schema's revision. Only when that
-    is not all well is the schema read in full (check_schema), to raise
-    SchemaMismatch; other errors (an unreachable database) are
-    raised."""
+    is not all well is the schema read in full (check_schema).
+
+    SchemaMismatch is raised for a schema that cannot serve: tables or
+    columns missing, or no revision. A schema that has them all at
+    another revision serves (a rolling upgrade runs the previous
+    release on the next one's schema for a while): its SchemaMismatch
+    (state OLDER or NEWER) is returned as a note. Other errors (an
+    unreachable database) are raised."""
     try:
         revision = database.read(_probe)
     except sa.exc.DBAPIError:
         database.read(_check_schema)
         raise
-    if revision != head():
+    if revision == head():
+        return None
+    try:
         database.read(_check_schema)
+    except SchemaMismatch as exc:
+        if exc.state not in (OLDER, NEWER):
+            raise
+        return exc
+    return None
 
 
 def _probe(connection):
