@@ -40,11 +40,16 @@ def one_line(exc: BaseException,
                 '--config-dir or $OS_PLACEMENT_CONFIG_DIR'
                 % ', '.join(exc.config_files))
     if isinstance(exc, cfg.ConfigFilesPermissionDeniedError):
-        return ('cannot read the configuration file %s: give this user '
-                'read access to it' % ', '.join(exc.config_files))
+        return ('cannot read the configuration file %s: check that this '
+                'user may read it' % ', '.join(exc.config_files))
     if isinstance(exc, cfg.ConfigFileParseError):
         return 'cannot parse the configuration file %s: %s' % (
             exc.config_file, exc.msg)
+    if isinstance(exc, OSError) and exc.filename:
+        # A file named in the configuration or on the command line that
+        # cannot be read (a directory; as root, no permission error).
+        return 'cannot read %s (%s): check the path and that this user ' \
+            'may read it' % (exc.filename, exc.strerror)
     if isinstance(exc, cfg.ConfigFileValueError):
         return 'invalid value in the configuration: %s' % ' '.join(
             str(exc).split())

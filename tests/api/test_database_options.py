@@ -7,6 +7,7 @@ has no use here says so.
 """
 import logging
 import re
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -54,6 +55,35 @@ def test_an_unreachable_database_stops_the_start_after_the_retries(
     retries = [record for record in caplog.records
                if 'database is unreachable' in record.getMessage()]
     assert len(retries) == 2
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+@pytest.mark.parametrize('parts, said', [
+    ({'database': 'ptest_no_such_database'},
+     'placement: the database at %s does not exist ('),
+    ({'username': 'ptest_nobody', 'password': 's3cret'},
+     'placement: the database server refused the user of %s ('),
+])
+def test_a_wrong_database_or_user_stops_the_start_at_once(
+        backend, conf_factory, caplog, parts, said):
+    """Waiting does not mend them: no retry, one line, no password."""
+    url = sa.engine.make_url(backend.url).set(**parts)
+    conf = conf_factory(placement_database={
+        'connection': url.render_as_string(hide_password=False),
+        'max_retries': 5, 'retry_interval': 10})
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, 'placement.db.engine'):
+        with pytest.raises(service.StartupError) as info:
+            service.build_application(conf)
+    assert time.monotonic() - started < 5
+    text = str(info.value)
+    shown = db_engine.normalize_url(
+        url.render_as_string(hide_password=False)).render_as_string()
+    assert text.startswith(said % shown), text
+    assert 's3cret' not in text
+    assert '\n' not in text
+    assert not [record for record in caplog.records
+                if 'database is unreachable' in record.getMessage()]
 
 
 def test_a_reachable_database_starts_at_once(backend, conf_factory):

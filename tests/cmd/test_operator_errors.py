@@ -179,6 +179,21 @@ def test_a_missing_configuration_file(tmp_path, capsys):
 
 
 @pytest.mark.sqlite_only
+def test_a_configuration_file_that_cannot_be_read(tmp_path, capsys):
+    """A directory where the file should be (a file this user may not
+    read is oslo.config's permission error, worded alike)."""
+    unreadable = tmp_path / 'placement.conf'
+    unreadable.mkdir()
+    code, line = _manage(['--config-file', str(unreadable), 'db', 'sync'],
+                         capsys)
+    assert code == 1
+    assert line == ('placement-manage: cannot read %s (Is a directory): '
+                    'check the path and that this user may read it'
+                    % unreadable)
+    assert _status(str(unreadable), capsys)[0] == 2
+
+
+@pytest.mark.sqlite_only
 def test_a_configuration_file_that_does_not_parse(tmp_path, capsys):
     conf = tmp_path / 'placement.conf'
     conf.write_text('[placement_database\nconnection = sqlite://\n')
