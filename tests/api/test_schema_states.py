@@ -21,7 +21,7 @@ from placement.db import tables
 from conftest import ApiClient
 from conftest import make_conf
 
-# The revision before head, and one no release has.
+# A revision before head (before consumer types), and one no release has.
 OLDER = 'b5c396305c25'
 UNKNOWN = 'ffffffffffff'
 
@@ -71,6 +71,15 @@ def _older(url):
     _migrated(url, OLDER).dispose()
 
 
+def _stamped_ahead(url):
+    """Recorded as head while its tables are an older revision's (a
+    stamp given the wrong revision, or a migration that did not
+    finish)."""
+    engine = _migrated(url, OLDER)
+    migration.stamp(engine, 'head')
+    engine.dispose()
+
+
 def _newer(url):
     """Migrated by a release that knows a later revision."""
     engine = _migrated(url)
@@ -95,6 +104,13 @@ STATES = {
                         'from a backup, or stamp the revision it really has '
                         '("placement-manage db stamp REVISION") and run '
                         '"placement-manage db sync"'),
+    'stamped ahead': (_stamped_ahead,
+                      'the database schema is at revision a082b8bb98d0 but '
+                      'lacks consumer_types, consumers.consumer_type_id: it '
+                      'was changed by hand or a migration did not finish; '
+                      'restore it from a backup, or stamp the revision it '
+                      'really has ("placement-manage db stamp REVISION") '
+                      'and run "placement-manage db sync"'),
     'older': (_older,
               'the database schema is at revision b5c396305c25, older than '
               'this release\'s a082b8bb98d0: run "placement-manage db '
@@ -180,6 +196,12 @@ def _requests_answer_503(api):
             'needs.' in error['detail'])
 
 
+def _health_says(api, database):
+    response = api.get('/healthcheck')
+    assert response.status_code == 503
+    assert response.json == {'status': 'error', 'database': database}
+
+
 def test_a_schema_removed_under_the_service(running, caplog):
     api, engine = running
     assert api.get('/resource_providers').status_code == 200
@@ -188,9 +210,7 @@ def test_a_schema_removed_under_the_service(running, caplog):
     with engine.begin() as conn:
         tables.metadata.drop_all(conn)
         conn.exec_driver_sql('DROP TABLE alembic_version')
-    response = api.get('/healthcheck')
-    assert response.status_code == 503
-    assert response.json == {'status': 'error', 'database': 'schema missing'}
+    _health_says(api, 'schema missing')
     _requests_answer_503(api)
     assert 'Traceback' not in caplog.text
 
@@ -198,9 +218,7 @@ def test_a_schema_removed_under_the_service(running, caplog):
 def test_a_table_dropped_under_the_service(running):
     api, engine = running
     _drop(engine, 'resource_provider_traits')
-    response = api.get('/healthcheck')
-    assert response.status_code == 503
-    assert response.json == {'status': 'error', 'database': 'schema partial'}
+    _health_says(api, 'schema partial')
     response = api.get('/resource_providers?required=HW_CPU_X86_AVX2')
     assert response.status_code == 503, response.text
 
@@ -210,9 +228,7 @@ def test_a_column_dropped_under_the_service(running):
     with engine.begin() as conn:
         conn.exec_driver_sql('ALTER TABLE resource_providers DROP COLUMN '
                              'updated_at')
-    response = api.get('/healthcheck')
-    assert response.status_code == 503
-    assert response.json == {'status': 'error', 'database': 'schema partial'}
+    _health_says(api, 'schema partial')
     _requests_answer_503(api)
 
 
@@ -239,6 +255,4 @@ def test_a_newer_schema_under_the_service_still_serves(running, caplog):
 def test_a_schema_without_revision_under_the_service(running):
     api, engine = running
     _drop(engine, 'alembic_version')
-    response = api.get('/healthcheck')
-    assert response.status_code == 503
-    assert response.json == {'status': 'error', 'database': 'schema partial'}
+    _health_says(api, 'schema partial')
