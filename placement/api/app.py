@@ -50,6 +50,9 @@ def create_app(conf: cfg.ConfigOpts,
             # As placement-manage db sync: a migration takes its time.
             with db_engine.unbounded(conf, engine) as migrating:
                 migration.upgrade(migrating)
+        # A host whose database lacks this code's schema would answer
+        # every request with an error: it does not start.
+        migration.check_schema(engine)
     app = _flask_app(conf, engine)
     wsgi = auth.wrap(app, conf)
     wsgi = requestlog.RequestLog(wsgi)

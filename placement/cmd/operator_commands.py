@@ -6,6 +6,9 @@
 ``audit [--consumers FILE|-] [--fix]``
     inconsistent data (placement.db.audit). Exit status: 0 nothing found,
     1 something found (and, with --fix, repaired where it can be), 2 error.
+
+Both exit with status 2 for the ordinary mistakes placement-manage
+reports in one line (placement.operator_errors): 1 means found.
 """
 import argparse
 import json
@@ -13,7 +16,6 @@ import sys
 import urllib.parse
 
 from oslo_utils import uuidutils
-import sqlalchemy as sa
 
 from placement import candidates
 from placement import exception
@@ -43,7 +45,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
              'latest).')
     parser.add_argument('--json', action='store_true',
                         help='Print the JSON document of the HTTP extension.')
-    parser.set_defaults(func=_explain)
+    parser.set_defaults(func=_explain, error_status=ERROR)
 
     parser = subparsers.add_parser(
         'audit', help='Report (and with --fix repair) inconsistent '
@@ -56,7 +58,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         '--fix', action='store_true',
         help='Delete what is reported as orphaned or empty consumers.')
-    parser.set_defaults(func=_audit)
+    parser.set_defaults(func=_audit, error_status=ERROR)
 
 
 def _fail(message):
@@ -84,8 +86,6 @@ def _explain(conf, database):
             explain.explain, request, candidates.Settings.from_conf(conf))
     except exception.Invalid as exc:
         return _fail(str(exc))
-    except sa.exc.DBAPIError as exc:
-        return _fail('database error: %s' % exc.orig)
     if conf.command.json:
         print(json.dumps(explanation.as_dict(), indent=2))
     else:
@@ -103,10 +103,7 @@ def _audit(conf, database):
             existing = _read_consumers(conf.command.consumers)
         except (OSError, ValueError) as exc:
             return _fail(str(exc))
-    try:
-        return _run_audit(database, existing, conf.command.fix)
-    except sa.exc.DBAPIError as exc:
-        return _fail('database error: %s' % exc.orig)
+    return _run_audit(database, existing, conf.command.fix)
 
 
 def _read_consumers(path):

@@ -1,6 +1,7 @@
 """The service under a real Apache httpd and mod_wsgi, configured by the
 shipped etc/apache2/placement-api.conf (4 daemon processes x 4 threads,
-mounted at /placement), on every database backend.
+mounted at /placement) as the README's commands install it, on every
+database backend.
 
 Apache runs in the foreground on a free port with its own ServerRoot,
 PidFile and ErrorLog in a temporary folder; the mod_wsgi module is the one
@@ -20,6 +21,7 @@ under /root), and its folder (with the SQLite database) belongs to it.
 import os
 import pathlib
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +39,7 @@ from conftest import make_conf
 from conftest import unavailable
 import cut_requests
 import live_server
+import readme_blocks
 import wsgi_process
 
 pytestmark = pytest.mark.integration
@@ -115,6 +118,25 @@ def _database_url(backend, folder):
     return url
 
 
+def _readme_conf(folder):
+    """The sample with PLACEMENT_WSGI_DIR defined first, made by the
+    README's commands (those of its Apache block that write the file)."""
+    conf = folder / 'placement-api.conf'
+    (block,) = readme_blocks.marked('by', 'tests/integration/test_apache.py')
+    commands = [line for line in block.text.replace('\\\n', '').splitlines()
+                if line.startswith(('WSGI_DIR=', '{ echo'))]
+    assert len(commands) == 2
+    script = '\n'.join(commands).replace(
+        '/opt/placement/venv', sys.prefix).replace(
+            '/etc/apache2/conf-available/placement-api.conf', str(conf))
+    subprocess.run(['bash', '-euo', 'pipefail', '-c', script], cwd=REPO,
+                   check=True)
+    assert conf.read_text().startswith(
+        'Define PLACEMENT_WSGI_DIR %s\n' % pathlib.Path(
+            placement.wsgi.__file__).parent)
+    return conf
+
+
 def _chown_tree(folder, user):
     for path in [folder, *folder.rglob('*')]:
         os.chown(path, user.pw_uid, user.pw_gid)
@@ -143,11 +165,9 @@ def apache(httpd, backend, tmp_path):
         module_lines,
         'WSGISocketPrefix "%s"' % (root / 'run' / 'wsgi'),
         'Define PLACEMENT_VENV "%s"' % sys.prefix,
-        'Define PLACEMENT_WSGI_DIR "%s"'
-        % pathlib.Path(placement.wsgi.__file__).parent,
         'Define PLACEMENT_USER %s' % user.pw_name,
         'Define PLACEMENT_GROUP #%d' % user.pw_gid,
-        'Include "%s"' % SAMPLE_CONFIG,
+        'Include "%s"' % _readme_conf(root),
         '',
     ]))
     if prefix:
@@ -159,6 +179,32 @@ def apache(httpd, backend, tmp_path):
             env=dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(root))):
         yield client, root / 'error.log', database_url
 
+
+
+def test_sample_says_how_many_names_it_defines():
+    """The header asks for as many names as the sample takes, and the
+    WSGI folder has no default tied to one Python version."""
+    text = SAMPLE_CONFIG.read_text()
+    names = re.findall(r'^<IfDefine !(PLACEMENT_\w+)>', text, re.M)
+    assert names == ['PLACEMENT_VENV', 'PLACEMENT_WSGI_DIR',
+                     'PLACEMENT_USER', 'PLACEMENT_GROUP']
+    assert 'Set the four names below' in text
+    assert not re.search(r'python\d', text)
+
+
+def test_sample_without_the_wsgi_folder_is_refused(httpd, tmp_path):
+    """Apache's syntax check stops at the sample's Error line, naming
+    what to define."""
+    binary, module_lines = httpd
+    (tmp_path / 'httpd.conf').write_text('\n'.join([
+        'ServerRoot "%s"' % tmp_path, 'ServerName 127.0.0.1',
+        'Listen 127.0.0.1:%d' % wsgi_process.free_port(),
+        'DefaultRuntimeDir "%s"' % tmp_path, module_lines,
+        'Include "%s"' % SAMPLE_CONFIG, '']))
+    result = subprocess.run([binary, '-t', '-f', tmp_path / 'httpd.conf'],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert 'Define PLACEMENT_WSGI_DIR' in result.stderr
 
 def test_serves_under_apache(apache):
     client, error_log, _database_url = apache

@@ -4,13 +4,15 @@ request log on gunicorn's stderr, and its child_exit hook forgetting the
 metrics of a worker that died; with those and with sync workers, no
 request whose body did not all arrive is carried out (tests/cut_requests.py).
 
-Only the address and the configuration folder (and the worker class) are
-given on the command line, as a deployment overriding the sample would.
-SQLite only but for the cut requests, to keep it short: test_apache.py
-runs the same checks on every backend.
+Only the address (and the worker class) is given on the command line,
+as a deployment overriding the sample would; the configuration folder
+comes from OS_PLACEMENT_CONFIG_DIR in gunicorn's environment, which the
+sample honours. SQLite only but for the cut requests, to keep it short:
+test_apache.py runs the same checks on every backend.
 """
 import os
 import pathlib
+import runpy
 import signal
 import sys
 import time
@@ -41,12 +43,22 @@ def _sample_server(backend, tmp_path, sections=None, env=None, args=()):
     log = tmp_path / 'gunicorn.log'
     return live_server.running(
         [sys.executable, '-m', 'gunicorn', '--config', SAMPLE_CONFIG,
-         '--bind', '127.0.0.1:%d' % port,
-         '--env', 'OS_PLACEMENT_CONFIG_DIR=%s' % tmp_path, *args],
+         '--bind', '127.0.0.1:%d' % port, *args],
         client, log,
         # gunicorn keeps its control socket there.
-        env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), **(env or {}))
+        env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path),
+                 OS_PLACEMENT_CONFIG_DIR=str(tmp_path), **(env or {}))
     ), client, log
+
+
+def test_sample_takes_the_config_dir_from_the_environment(monkeypatch):
+    """raw_env passes $OS_PLACEMENT_CONFIG_DIR on, /etc/placement without."""
+    monkeypatch.delenv('OS_PLACEMENT_CONFIG_DIR', raising=False)
+    assert runpy.run_path(str(SAMPLE_CONFIG))['raw_env'] == [
+        'OS_PLACEMENT_CONFIG_DIR=/etc/placement']
+    monkeypatch.setenv('OS_PLACEMENT_CONFIG_DIR', '/srv/placement')
+    assert runpy.run_path(str(SAMPLE_CONFIG))['raw_env'] == [
+        'OS_PLACEMENT_CONFIG_DIR=/srv/placement']
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from placement import exception
 from placement import versions
 from placement.api.pipeline import microversion
 from placement.db import engine as db_engine
-from placement.db import watchdog
 from placement.exception import ILLEGAL_DUPLICATE_QUERYPARAM  # noqa: F401
 from placement.exception import QUERYPARAM_BAD_VALUE  # noqa: F401
 from placement.exception import QUERYPARAM_MISSING_VALUE  # noqa: F401
@@ -254,10 +253,7 @@ def _wording(exc):
 
 
 def _database_error(exc):
-    if db_engine.is_statement_timeout(exc) or (
-            db_engine.is_lost_connection(exc) and watchdog.remaining() <= 0):
-        # The server stopped the statement, or the watchdog cut the
-        # connection, because the request's time was up.
+    if db_engine.is_out_of_time(exc):
         return _domain_error(exception.DeadlineExceeded())
     if db_engine.is_unstorable_value(exc):
         # A value the schema let through but the column cannot hold.
@@ -269,6 +265,15 @@ def _database_error(exc):
         LOG.warning('Giving up on a write that kept colliding: %s', exc.orig)
         return _render_error(Conflict(
             exception.DATA_CHANGED, code=CONCURRENT_UPDATE))
+    if db_engine.is_schema_mismatch(exc):
+        # The schema was removed or changed under the running service
+        # (its start checks it): /healthcheck says which state it is in.
+        LOG.error('The database lacks a table or column this release '
+                  'uses: %s; placement-status upgrade check says what to '
+                  'do', exc.orig)
+        return _render_error(ServiceUnavailable(
+            'The placement database does not have the schema this service '
+            'needs.'))
     if db_engine.is_unreachable(exc) or db_engine.is_transient(exc):
         LOG.error('Database unreachable: %s', exc.orig)
         return _render_error(ServiceUnavailable(
