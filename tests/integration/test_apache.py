@@ -10,7 +10,8 @@ installs it and Apache). Through /placement: links carry the prefix,
 32 clients race for the last units of one provider without over-allocating,
 and the request log reaches Apache's error log, from several processes;
 200 slow clients (tests/integration/test_front_ends.py's) do not stop it,
-alone or behind the HAProxy sample.
+alone or behind the HAProxy sample; no request whose body did not all
+arrive is carried out (tests/cut_requests.py).
 
 mod_wsgi refuses to run daemon processes as root, so when the tests run as
 root Apache is started as www-data; it is given CAP_DAC_READ_SEARCH so that
@@ -36,6 +37,7 @@ import placement.wsgi
 
 from conftest import make_conf
 from conftest import unavailable
+import cut_requests
 import live_server
 import readme_blocks
 import wsgi_process
@@ -142,14 +144,16 @@ def _chown_tree(folder, user):
 
 @pytest.fixture
 def apache(httpd, backend, tmp_path):
+    """Apache serving the sample: (client, error log, database URL)."""
     binary, module_lines = httpd
     prefix, user = _run_as()
     root = tmp_path / 'apache'
     (root / 'run').mkdir(parents=True)
     port = wsgi_process.free_port()
+    database_url = _database_url(backend, root)
     wsgi_process.write_config(root / 'placement.conf', {
         'api': {'auth_strategy': 'noauth2'},
-        'placement_database': {'connection': _database_url(backend, root)},
+        'placement_database': {'connection': database_url},
     })
     (root / 'httpd.conf').write_text('\n'.join([
         'ServerRoot "%s"' % root,
@@ -173,7 +177,7 @@ def apache(httpd, backend, tmp_path):
             prefix + [binary, '-f', root / 'httpd.conf', '-DFOREGROUND'],
             client, root / 'console.log',
             env=dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(root))):
-        yield client, root / 'error.log'
+        yield client, root / 'error.log', database_url
 
 
 
@@ -203,7 +207,7 @@ def test_sample_without_the_wsgi_folder_is_refused(httpd, tmp_path):
     assert 'Define PLACEMENT_WSGI_DIR' in result.stderr
 
 def test_serves_under_apache(apache):
-    client, error_log = apache
+    client, error_log, _database_url = apache
     live_server.check_links_carry_prefix(client)
     live_server.claim_races_in_log(error_log, client)
 
@@ -216,7 +220,7 @@ def test_behind_the_haproxy_sample_slow_clients_do_not_stop_apache(
     mod_reqtimeout ends it: behind the HAProxy sample (health check at
     the mount prefix), which passes on only whole requests, 200 slow
     clients leave normal requests answered at once."""
-    client, _error_log = apache
+    client, _error_log, _database_url = apache
     parts = urllib.parse.urlsplit(client.url)
     sample = front_ends.SAMPLE_CONFIG.read_text().replace(
         'uri /healthcheck ', 'uri %s/healthcheck ' % parts.path)
@@ -236,10 +240,33 @@ def test_slow_clients_do_not_stop_apache_while_it_has_threads(apache):
     worker threads), reads each slow request in a worker thread of its
     own and passes mod_wsgi only whole ones: 200 slow clients leave
     normal requests answered at once."""
-    client, _error_log = apache
+    client, _error_log, _database_url = apache
     port = urllib.parse.urlsplit(client.url).port
     with front_ends.SlowClients(port, front_ends.SLOW_CLIENTS):
         time.sleep(front_ends.DRIP)
         times, statuses = front_ends._normal_requests(client.url)
     assert set(statuses) == {200}, statuses
     assert front_ends._p99(times) < 1.0, sorted(times)[-10:]
+
+
+def test_no_request_is_carried_out_before_its_body_arrived(apache):
+    """The service refuses a body shorter than announced with its 400,
+    but mod_wsgi's part in Apache, which passes the body on to the
+    daemon process, answers for it: with Apache's own 500 page, after
+    logging the body's read error (WSGI0126). A chunked body is refused
+    by mod_wsgi before it reaches the service (411: the sample does not
+    enable chunked requests)."""
+    client, error_log, database_url = apache
+    parts = urllib.parse.urlsplit(client.url)
+    cut_requests.check_every_route(
+        parts.port, client, database_url, error_log, prefix=parts.path,
+        own_answers={'short': (_apache_page(500), True),
+                     'chunked': (_apache_page(411), False)})
+    assert 'WSGI0126: Request data read error' in error_log.read_text()
+
+
+def _apache_page(status):
+    def check(answer):
+        assert answer.status == status, (answer.status, answer.body)
+        assert answer.headers['content-type'].startswith('text/html')
+    return check
