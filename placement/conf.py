@@ -5,9 +5,15 @@ placement so that an existing placement.conf works unchanged.
 """
 
 from collections.abc import Iterable
+import difflib
+import glob
 from importlib import metadata
+import logging
 import os
+import sys
 
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading
 from oslo_config import cfg
 from oslo_log import log
 from oslo_middleware import cors
@@ -15,10 +21,14 @@ from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import sizelimit
 from oslo_policy import opts as policy_opts
 
+LOG = logging.getLogger(__name__)
+
 PROJECT = 'placement'
 DISTRIBUTION = 'placement-fast'
 CONFIG_FILE = 'placement.conf'
 CONFIG_DIR_ENV = 'OS_PLACEMENT_CONFIG_DIR'
+# The default [oslo_policy] policy_file, as upstream's.
+POLICY_FILE = 'policy.yaml'
 # Stands in for the project/user of consumers written before microversion 1.8.
 INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
 
@@ -202,11 +212,13 @@ database_opts = [
         'transaction_timeout', default=10.0, min=0,
         help='Seconds the database work of one request (all its reads '
              'and writes, retries and connection attempts included) may '
-             'take on a MySQL or PostgreSQL server. Past that, the '
-             'connection is cut and the request answered 503, so that a '
-             'frozen or cut-off database server cannot hang requests; the '
-             'pool then replaces its connections to that server. 0: wait '
-             'forever (upstream\'s behaviour). Not upstream\'s option.'),
+             'take. Past that, the request is answered 503: on a MySQL or '
+             'PostgreSQL server the connection is cut, so that a frozen '
+             'or cut-off database server cannot hang requests, and the '
+             'pool replaces its connections to that server; on SQLite a '
+             'wait for the lock another process holds ends. 0: wait '
+             'forever (upstream\'s behaviour; on SQLite, 30 s for the '
+             'lock). Not upstream\'s option.'),
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Apply database schema migrations when the web '
                      'service starts.'),
@@ -375,7 +387,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
                                          help=group.help))
         conf.register_opts(opts, group=group.name)
     log.register_options(conf)
-    policy_opts.set_defaults(conf, policy_file='policy.yaml')
+    policy_opts.set_defaults(conf, policy_file=POLICY_FILE)
     cors.set_defaults(**_CORS_DEFAULTS)
     conf.register_opts(cors.CORS_OPTS, 'cors')
     conf.register_opts(http_proxy_to_wsgi.OPTS, 'oslo_middleware')
@@ -401,6 +413,141 @@ def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
         # oslo.middleware's.
         ('oslo_middleware',
          list(http_proxy_to_wsgi.OPTS) + list(sizelimit.OPTS))]
+
+
+# The oslo.config option namespaces (as oslo-config-generator and
+# oslo-config-validator name them) of the options the service reads:
+# its own and those of the libraries it loads.
+OPTION_NAMESPACES = (
+    'placement.conf', 'keystonemiddleware.auth_token', 'oslo.log',
+    'oslo.middleware.cors', 'oslo.middleware.http_proxy_to_wsgi',
+    'oslo.middleware.sizelimit', 'oslo.policy', 'osprofiler')
+# The sections of optional libraries: when one is not installed, its
+# section is not reported as unknown (nor are its options checked).
+_OPTIONAL_SECTIONS = {'osprofiler': 'profiler'}
+# Where keystonemiddleware reads the options of its authentication
+# plugin, which keystoneauth registers only once it has loaded it.
+_AUTHTOKEN = 'keystone_authtoken'
+
+
+def warn_unknown_options(conf: cfg.ConfigOpts,
+                         prog: str | None = None) -> None:
+    """One warning per option or section of the configuration files that
+    nothing here reads (a typo, an option of another service), naming
+    the closest known name; the service starts all the same, as
+    upstream's does. Logged, or printed on stderr after ``prog``'s name
+    for the commands (their logging is not set up)."""
+    for message in unknown_options(conf):
+        if prog is None:
+            LOG.warning('%s', message)
+        else:
+            print('%s: warning: %s' % (prog, message), file=sys.stderr)
+
+
+def unknown_options(conf: cfg.ConfigOpts) -> list[str]:
+    """The warnings of warn_unknown_options, in the files' order."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for path in _files_read(conf):
+        try:
+            cfg.ConfigParser(path, found).parse()
+        except (OSError, cfg.ParseError):
+            continue  # oslo.config has said so already
+    known = _known_options(conf, found)
+    messages = []
+    for section, options in found.items():
+        group = 'DEFAULT' if section == 'DEFAULT' else section.lower()
+        names = known.get(group)
+        if names is None:
+            guess = difflib.get_close_matches(group, known, n=1)
+            messages.append(
+                '[%s] is not a section this service reads%s: its options '
+                'are ignored' % (section, ' (did you mean [%s]?)' % guess[0]
+                                 if guess else ''))
+            continue
+        if not names:
+            continue  # nothing known about it to check against
+        for option in options:
+            if option.replace('-', '_') in names:
+                continue
+            guess = difflib.get_close_matches(option, names, n=1)
+            messages.append(
+                '[%s] %s is not an option of this service%s: it is ignored'
+                % (section, option, ' (did you mean %s?)' % guess[0]
+                   if guess else ''))
+    return messages
+
+
+def _files_read(conf):
+    """The configuration files ``conf`` was read from, in order."""
+    files = list(conf.config_file or [])
+    for directory in conf.config_dirs:
+        files += sorted(glob.glob(os.path.join(directory, '*.conf')))
+    return files
+
+
+def _known_options(conf, found):
+    """{group: the option names (and deprecated names) it may hold};
+    an empty set for a group whose options cannot be known."""
+    known: dict[str, set[str]] = {}
+
+    def add(group, opts):
+        names = known.setdefault(group, set())
+        for opt in opts:
+            names.update((opt.dest, opt.name))
+            for old in opt.deprecated_opts:
+                known.setdefault(old.group or group, set()).add(
+                    (old.name or opt.name).replace('-', '_'))
+
+    loaded = {ep.name: ep for ep in metadata.entry_points(
+        group='oslo.config.opts') if ep.name in OPTION_NAMESPACES}
+    for namespace in OPTION_NAMESPACES:
+        try:
+            listed = loaded[namespace].load()()
+        except (KeyError, ImportError):
+            # Not installed (osprofiler is optional).
+            optional = _OPTIONAL_SECTIONS.get(namespace)
+            if optional:
+                known.setdefault(optional, set())
+            continue
+        for group, opts in listed:
+            add(getattr(group, 'name', group) or 'DEFAULT', opts)
+    # What is registered here (command-line options among them): the
+    # names of the options and groups (iterating a ConfigOpts gives
+    # both), and of the groups found the options.
+    registered = set(conf)
+    known.setdefault('DEFAULT', set()).update(registered)
+    for section in found:
+        group = section.lower()
+        if group != 'DEFAULT' and group in registered:
+            attr = conf[group]
+            if isinstance(attr, cfg.ConfigOpts.GroupAttr):
+                known.setdefault(group, set()).update(attr)
+    _add_auth_plugin_options(known, found)
+    return known
+
+
+def _add_auth_plugin_options(known, found):
+    """The options of keystonemiddleware's authentication plugin (its
+    auth_type) in keystone_authtoken, or the section its auth_section
+    names; unknown (not checked) if the plugin does not load."""
+    settings = found.get(_AUTHTOKEN, {})
+    section = (settings.get('auth_section') or [_AUTHTOKEN])[-1]
+    auth_type = (found.get(section, {}).get('auth_type')
+                 or settings.get('auth_type') or [None])[-1]
+    if not auth_type:
+        return
+    try:
+        opts = loading.get_auth_plugin_conf_options(auth_type)
+    except ks_exceptions.NoMatchingPlugin:
+        known[section] = set()
+        return
+    names = known.setdefault(section, set())
+    if section != _AUTHTOKEN:
+        names.update(('auth_type', 'auth_section'))
+    for opt in opts:
+        names.update((opt.dest, opt.name.replace('-', '_')))
+        names.update(old.name.replace('-', '_')
+                     for old in opt.deprecated_opts if old.name)
 
 
 def _config_sources(config_files):

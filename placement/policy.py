@@ -12,6 +12,7 @@ import collections
 from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import MutableMapping
+import logging
 import threading
 import time
 from typing import Any
@@ -25,12 +26,18 @@ from placement import policies
 
 # Attribute of a ConfigOpts holding its enforcer, so each configuration
 # gets exactly one enforcer and it goes away with the configuration.
+LOG = logging.getLogger(__name__)
 _ENFORCER_ATTR = '_placement_policy_enforcer'
 # How long a policy file's location (or its absence) is taken as known:
 # a policy file or policy.d that appears later is read within this time.
 LOOKUP_SECONDS = 1.0
 # Outcomes kept: per action and caller (roles, project, user, scope).
 DECISIONS_KEPT = 4096
+
+
+class PolicyFileError(Exception):
+    """The policy file cannot be read or parsed; the message says which
+    file and why."""
 
 
 class PolicyForbidden(Exception):
@@ -110,9 +117,28 @@ def get_enforcer(conf: cfg.ConfigOpts) -> Enforcer:
         enforcer.suppress_default_change_warnings = True
         enforcer.register_defaults(policies.list_rules())
         # Fail on a broken policy file now rather than on the first request.
-        enforcer.load_rules()
+        _load_rules(enforcer, conf)
         setattr(conf, _ENFORCER_ATTR, enforcer)
     return enforcer
+
+
+def _load_rules(enforcer: Enforcer, conf: cfg.ConfigOpts) -> None:
+    """Load the rules: a policy file that cannot be read or parsed is
+    PolicyFileError; one named but not found leaves the default rules in
+    force, as upstream's does, with a warning."""
+    policy_file = conf.oslo_policy.policy_file
+    try:
+        enforcer.load_rules()
+    except (OSError, ValueError) as exc:
+        raise PolicyFileError(
+            'cannot load the policy file %s ([oslo_policy] policy_file): '
+            '%s: correct it, or remove it to use the default rules'
+            % (enforcer.policy_path or policy_file,
+               ' '.join(str(exc).split()))) from None
+    if (enforcer.policy_path is None
+            and policy_file != placement_conf.POLICY_FILE):
+        LOG.warning('[oslo_policy] policy_file %s was not found: the '
+                    'default rules apply', policy_file)
 
 
 def get_enforcer_for_generator() -> Enforcer:

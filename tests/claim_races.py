@@ -29,7 +29,8 @@ CLIENTS = 24
 BURST_CLIENTS = 32
 BURST_CLAIMS = 4
 CONCURRENT_UPDATE = 'placement.concurrent_update'
-DUPLICATE_NAME = 'placement.duplicate_name'
+# Upstream's code for a resource class that exists already.
+UNDEFINED_CODE = 'placement.undefined_code'
 # Generous: a 2-core machine running several servers and a database
 # cluster answers slowly under a burst.
 TIMEOUT = 120
@@ -259,10 +260,9 @@ def race_delete_and_claims(servers):
             assert set(holders(servers, uuid)) == set(claimed)
 
 
-def _one_winner(outcomes, expected_status=200):
+def _one_winner(outcomes, expected_status=200, code=CONCURRENT_UPDATE):
     """Exactly one writer of a generation (or a name) won; the others got
-    a 409 (placement.concurrent_update for generations). The winner's
-    index.
+    a 409 with ``code``. The winner's index.
     """
     winners = [index for index, (status, _) in enumerate(outcomes)
                if status == expected_status]
@@ -270,8 +270,7 @@ def _one_winner(outcomes, expected_status=200):
     for status, body in outcomes:
         if status != expected_status:
             assert status == 409, (status, body)
-            assert body['errors'][0]['code'] in (
-                CONCURRENT_UPDATE, DUPLICATE_NAME), body
+            assert body['errors'][0]['code'] == code, body
     return winners[0]
 
 
@@ -343,7 +342,7 @@ def race_resource_class_creation(servers):
     shared = 'CUSTOM_%s_SHARED' % tag
     outcomes = _in_parallel([lambda: servers.request(
         'POST', '/resource_classes', {'name': shared})] * CLIENTS)
-    _one_winner(outcomes, expected_status=201)
+    _one_winner(outcomes, expected_status=201, code=UNDEFINED_CODE)
     for name in names + [shared]:
         assert servers.request('GET', '/resource_classes/' + name)[0] == 200
 

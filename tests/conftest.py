@@ -29,6 +29,10 @@ Backends
     ``backend`` itself is a ``Backend``: ``.name``, ``.url`` and ``.engine``
     (shared by every test of the session on that backend).
 
+    ``scratch_database`` is the URL of an empty database of the test's own
+    on the backend's server (a file for SQLite), dropped after the test:
+    for tests of a schema that is missing, partial or not this code's.
+
     Tests that do not care about the database run on SQLite only when marked
     ``@pytest.mark.sqlite_only`` (or with ``pytestmark`` for a module);
     ``@pytest.mark.backends('mysql', 'postgresql')`` runs a test on those
@@ -353,6 +357,26 @@ def backend(request, _databases):
     chosen = _databases.get(request.param)
     _clean(chosen.engine)
     return chosen
+
+
+@pytest.fixture
+def scratch_database(backend, tmp_path):
+    if backend.name == 'sqlite':
+        yield 'sqlite:///%s' % (tmp_path / 'scratch.db')
+        return
+    name = 'ptest_scratch_' + uuid.uuid4().hex[:12]
+    admin = admin_engine(backend.name)
+    with admin.connect() as conn:
+        conn.exec_driver_sql('CREATE DATABASE %s' % name)
+    try:
+        yield sa.engine.make_url(backend.url).set(
+            database=name).render_as_string(hide_password=False)
+    finally:
+        force = ' WITH (FORCE)' if backend.name == 'postgresql' else ''
+        with admin.connect() as conn:
+            conn.exec_driver_sql(
+                'DROP DATABASE IF EXISTS %s%s' % (name, force))
+        admin.dispose()
 
 
 @pytest.fixture

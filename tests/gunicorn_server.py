@@ -74,10 +74,8 @@ class GunicornServer:
             str(self.gunicorn), '--bind', '%s:%d' % (self.host, self.port),
             '--chdir', str(self.workdir)]
         if self.config_file:
-            # Its raw_env names /etc/placement: --env wins.
-            command += ['--config', str(self.config_file)] + [
-                '--env=%s=%s' % item for item in sorted(self.env.items())
-                if item[0] == 'OS_PLACEMENT_CONFIG_DIR']
+            # It takes OS_PLACEMENT_CONFIG_DIR from the environment.
+            command += ['--config', str(self.config_file)]
         else:
             command += ['--workers', str(self.workers), '--threads',
                         str(self.threads), '--timeout', '120', self.app]

@@ -110,3 +110,12 @@ def allocate(conn, provider_id, resources, project='project', user='user',
          'resource_class_id': class_ids[name], 'used': used}
         for name, used in resources.items()])
     return consumer
+
+
+def every_row(engine):
+    """{table name: its rows in primary key order}, to compare the whole
+    database before and after."""
+    with engine.connect() as conn:
+        return {table.name: conn.execute(
+            table.select().order_by(*table.primary_key.columns)).all()
+            for table in tables.metadata.sorted_tables}

@@ -6,6 +6,8 @@
 # placement keeps no state between requests and settles concurrent claims in
 # the database, so several workers (and several hosts) may share a database.
 
+import os
+
 wsgi_app = 'placement.wsgi.api:application'
 bind = ['0.0.0.0:8778']
 
@@ -22,8 +24,10 @@ timeout = 120
 graceful_timeout = 30
 keepalive = 5
 
-# Where placement.conf is (without it: /etc/placement/placement.conf).
-raw_env = ['OS_PLACEMENT_CONFIG_DIR=/etc/placement']
+# Where placement.conf is: $OS_PLACEMENT_CONFIG_DIR when gunicorn's
+# environment sets it, else /etc/placement.
+raw_env = ['OS_PLACEMENT_CONFIG_DIR=' + os.environ.get(
+    'OS_PLACEMENT_CONFIG_DIR', '/etc/placement')]
 
 # Each worker loads the application itself, after the fork: database
 # connections are never shared between processes.

@@ -50,6 +50,9 @@ def create_app(conf: cfg.ConfigOpts,
             # As placement-manage db sync: a migration takes its time.
             with db_engine.unbounded(conf, engine) as migrating:
                 migration.upgrade(migrating)
+        # A host whose database lacks this code's schema would answer
+        # every request with an error: it does not start.
+        migration.check_schema(engine)
     app = _flask_app(conf, engine)
     wsgi = auth.wrap(app, conf)
     wsgi = requestlog.RequestLog(wsgi)
@@ -140,9 +143,10 @@ def _end_deadline(_exc):
 
 def _before_request():
     """Build the request context, negotiate the microversion, check the
-    URL, and answer HEAD and OPTIONS (which only the GET rule matched).
-    A body announced larger than the limit is refused first, on any
-    route, unread."""
+    URL, read the body (refusing one that did not all arrive), and
+    answer HEAD and OPTIONS (which only the GET rule matched). A body
+    announced larger than the limit is refused first, on any route,
+    unread."""
     req = flask.request
     limit = flask.current_app.config['MAX_CONTENT_LENGTH']
     if req.content_length is not None and req.content_length > limit:
@@ -150,6 +154,10 @@ def _before_request():
     flask.g.context = oslo_context.RequestContext.from_environ(req.environ)
     microversion.negotiate(req.environ)
     inputs.check_url(req)
+    if inputs.announces_body(req):
+        # Read whole before any handler runs, even one that ignores it: a
+        # request whose body did not all arrive is not carried out.
+        inputs.read_body()
     if req.method in ('HEAD', 'OPTIONS') and req.url_rule:
         # HEAD matched the GET rule only; Allow lists every rule's methods.
         adapter = flask.current_app.create_url_adapter(req)

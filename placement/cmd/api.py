@@ -21,6 +21,7 @@ import sys
 from werkzeug import serving
 
 from placement import conf as placement_conf
+from placement import operator_errors
 from placement.api import service
 
 DEFAULT_HOST = '127.0.0.1'
@@ -69,9 +70,20 @@ def _no_colour_unless_terminal(conf):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
-    conf = placement_conf.load_config(argv=args.config_args)
+    try:
+        conf = placement_conf.load_config(argv=args.config_args)
+    except Exception as exc:
+        if not operator_errors.report(
+                'placement-api', exc,
+                operator_errors.debug_asked(args.config_args)):
+            raise
+        return 1
     _no_colour_unless_terminal(conf)
-    application = service.build_application(conf)
+    try:
+        application = service.build_application(conf)
+    except service.StartupError:
+        # Its line is logged (CRITICAL).
+        return 1
     server = serving.make_server(args.host, args.port, application,
                                  threaded=True,
                                  request_handler=RequestHandler)

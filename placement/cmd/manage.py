@@ -6,6 +6,7 @@ from oslo_config import cfg
 import prettytable
 
 from placement import conf as placement_conf
+from placement import operator_errors
 from placement.cmd import operator_commands
 from placement.db import engine as db_engine
 from placement.db import migration
@@ -127,16 +128,18 @@ def _migration_batch(conf, database, max_count):
 def _add_db_commands(subparsers):
     db = subparsers.add_parser('db', help='Database commands')
     commands = db.add_subparsers(title='subcommands', dest='db_command')
+    # They work on a schema of any revision (the others need this
+    # release's: placement.db.migration.check_schema).
     sync = commands.add_parser(
         'sync', help='Upgrade the database schema to the latest version.')
-    sync.set_defaults(func=_sync)
+    sync.set_defaults(func=_sync, needs_schema=False)
     version = commands.add_parser(
         'version', help='Print the current database schema version.')
-    version.set_defaults(func=_version)
+    version.set_defaults(func=_version, needs_schema=False)
     stamp = commands.add_parser(
         'stamp', help='Record a schema version without migrating.')
     stamp.add_argument('version', help='The revision to record.')
-    stamp.set_defaults(func=_stamp)
+    stamp.set_defaults(func=_stamp, needs_schema=False)
     online = commands.add_parser(
         'online_data_migrations', help='Run the online data migrations.',
         description='Run the online data migrations: fix, in batches, '
@@ -154,31 +157,44 @@ def _add_commands(subparsers):
     operator_commands.add_commands(subparsers)
 
 
+# Exit status of a command that met an ordinary mistake
+# (placement.operator_errors), as upstream's; the extensions say theirs.
+ERROR = 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     command = cfg.SubCommandOpt('command', title='Command',
                                 handler=_add_commands)
-    conf = placement_conf.load_config(
-        sys.argv[1:] if argv is None else argv, cli_opts=[command],
-        prog=PROG)
+    try:
+        conf = placement_conf.load_config(argv, cli_opts=[command],
+                                          prog=PROG)
+    except Exception as exc:
+        if not operator_errors.report(
+                PROG, exc, operator_errors.debug_asked(argv)):
+            raise
+        return ERROR
+    placement_conf.warn_unknown_options(conf, PROG)
     func = getattr(conf.command, 'func', None)
     if func is None:
         print('usage: %s db {sync,version,stamp,'
               'online_data_migrations} | candidates explain | audit' % PROG,
               file=sys.stderr)
         return 2
+    url = None
     try:
         engine = db_engine.create_engine(conf, bounded=False)
-    except db_engine.DatabaseConfigError as exc:
-        print('%s: %s' % (PROG, exc), file=sys.stderr)
-        return 1
-    try:
-        return func(conf, session.Database(engine))
-    except (db_engine.UnusableServer, migration.LeftoverTables) as exc:
-        # Refused before anything was written.
-        print('%s: %s' % (PROG, exc), file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
+        url = engine.url
+        try:
+            if getattr(conf.command, 'needs_schema', True):
+                migration.check_schema(engine)
+            return func(conf, session.Database(engine))
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        if not operator_errors.report(PROG, exc, conf.debug, url):
+            raise
+        return getattr(conf.command, 'error_status', ERROR)
 
 
 if __name__ == '__main__':

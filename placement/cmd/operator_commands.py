@@ -10,6 +10,9 @@
     how many more instances of flavours fit, and where
     (placement.candidates.capacity); --json prints the HTTP extension's
     answer.
+
+All exit with status 2 for the ordinary mistakes placement-manage
+reports in one line (placement.operator_errors): 1 means found.
 """
 import argparse
 import json
@@ -17,7 +20,6 @@ import sys
 import urllib.parse
 
 from oslo_utils import uuidutils
-import sqlalchemy as sa
 
 from placement import candidates
 from placement import exception
@@ -48,7 +50,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
              'latest).')
     parser.add_argument('--json', action='store_true',
                         help='Print the JSON document of the HTTP extension.')
-    parser.set_defaults(func=_explain)
+    parser.set_defaults(func=_explain, error_status=ERROR)
 
     parser = subparsers.add_parser(
         'audit', help='Report (and with --fix repair) inconsistent '
@@ -61,7 +63,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         '--fix', action='store_true',
         help='Delete what is reported as orphaned or empty consumers.')
-    parser.set_defaults(func=_audit)
+    parser.set_defaults(func=_audit, error_status=ERROR)
 
     parser = subparsers.add_parser(
         'capacity', help='Count how many more instances of flavours fit, '
@@ -88,7 +90,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
              'in text, 20 with --json).')
     parser.add_argument('--json', action='store_true',
                         help='Print the JSON document of the HTTP extension.')
-    parser.set_defaults(func=_capacity)
+    parser.set_defaults(func=_capacity, error_status=ERROR)
 
 
 def _fail(message):
@@ -116,8 +118,6 @@ def _explain(conf, database):
             explain.explain, request, candidates.Settings.from_conf(conf))
     except exception.Invalid as exc:
         return _fail(str(exc))
-    except sa.exc.DBAPIError as exc:
-        return _fail('database error: %s' % exc.orig)
     if conf.command.json:
         print(json.dumps(explanation.as_dict(), indent=2))
     else:
@@ -163,8 +163,6 @@ def _capacity(conf, database):
         answer = database.read(capacity.count, flavours, hosts)
     except exception.Invalid as exc:
         return _fail(str(exc))
-    except sa.exc.DBAPIError as exc:
-        return _fail('database error: %s' % exc.orig)
     if command.json:
         print(json.dumps(dict(answer.as_dict(),
                               microversion=versions.to_text(version)),
@@ -223,10 +221,7 @@ def _audit(conf, database):
             existing = _read_consumers(conf.command.consumers)
         except (OSError, ValueError) as exc:
             return _fail(str(exc))
-    try:
-        return _run_audit(database, existing, conf.command.fix)
-    except sa.exc.DBAPIError as exc:
-        return _fail('database error: %s' % exc.orig)
+    return _run_audit(database, existing, conf.command.fix)
 
 
 def _read_consumers(path):

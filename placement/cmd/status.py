@@ -1,4 +1,12 @@
-"""placement-status upgrade check: is this database ready to upgrade?"""
+"""placement-status upgrade check: is this database ready to upgrade?
+
+Exit status as upstream's (oslo.upgradecheck): 0 success, 1 a warning,
+2 a failure, 255 an error in the checks themselves (a bug: its
+traceback is printed). An ordinary mistake (placement.operator_errors:
+no configuration, a database that cannot be reached, a schema older or
+newer than this release) is a failure: one line on stderr saying what
+to do, status 2.
+"""
 import sys
 
 from oslo_config import cfg
@@ -7,9 +15,13 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from placement import conf as placement_conf
+from placement import operator_errors
 from placement.db import engine as db_engine
+from placement.db import migration
 from placement.db import session
 from placement.db import tables
+
+PROG = 'placement-status'
 
 
 class Checks(upgradecheck.UpgradeCommands):
@@ -17,13 +29,31 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
+        self._database: session.Database | None = None
+
+    def check(self) -> upgradecheck.Code:
+        """The checks, on a database that has this release's schema; a
+        failure in one line if it cannot be reached or has not."""
+        placement_conf.warn_unknown_options(self.conf, PROG)
+        url = None
+        try:
+            engine = db_engine.create_engine(self.conf, bounded=False)
+            url = engine.url
+            try:
+                migration.check_schema(engine)
+                self._database = session.Database(engine)
+                return super().check()
+            finally:
+                self._database = None
+                engine.dispose()
+        except Exception as exc:
+            if not operator_errors.report(PROG, exc, self.conf.debug, url):
+                raise
+            return upgradecheck.Code.FAILURE
 
     def _count(self, query):
-        engine = db_engine.create_engine(self.conf, bounded=False)
-        try:
-            return session.Database(engine).read(_scalar, query)
-        finally:
-            engine.dispose()
+        assert self._database is not None
+        return self._database.read(_scalar, query)
 
     def _check_root_provider_ids(self):
         rps = tables.resource_providers
@@ -65,11 +95,19 @@ def _scalar(connection, query):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    return upgradecheck.main(
-        conf, project='placement', upgrade_command=Checks(conf),
-        argv=sys.argv[1:] if argv is None else argv)
+    try:
+        return upgradecheck.main(
+            conf, project='placement', upgrade_command=Checks(conf),
+            argv=argv)
+    except Exception as exc:
+        # The configuration files, read before the checks.
+        if not operator_errors.report(
+                PROG, exc, operator_errors.debug_asked(argv)):
+            raise
+        return upgradecheck.Code.FAILURE
 
 
 if __name__ == '__main__':

@@ -23,6 +23,7 @@ from sqlalchemy import exc as sa_exc
 from placement import exception
 from placement.db import backends
 from placement.db import watchdog
+from placement.db.backends import base as backend_base
 
 LOG = logging.getLogger(__name__)
 T = TypeVar('T')
@@ -42,6 +43,23 @@ UnusableServer = backends.UnusableServer
 # What stops the service or a command before it does anything: each says
 # what to change in one line.
 CANNOT_START = (DatabaseConfigError, DatabaseUnreachable, UnusableServer)
+
+# What to do about each kind of failure to connect (backends.base).
+_CONNECT_ADVICE = {
+    backend_base.CONNECT_UNREACHABLE: (
+        'cannot connect to the database at %s (%s): check that its server '
+        'runs and [placement_database] connection'),
+    backend_base.CONNECT_UNKNOWN_DATABASE: (
+        'the database at %s does not exist (%s): create it, or correct '
+        '[placement_database] connection'),
+    backend_base.CONNECT_CREDENTIALS: (
+        'the database server refused the user of %s (%s): check the user '
+        'and password in [placement_database] connection and the user\'s '
+        'privileges'),
+    backend_base.CONNECT_UNOPENABLE: (
+        'cannot open the database file of %s (%s): check that its '
+        'directory exists and that this user may write there'),
+}
 
 
 def normalize_url(url: str | None) -> sa.engine.URL:
@@ -68,7 +86,13 @@ def create_engine(conf: Any, option: str = 'connection',
         url = url.update_query_string(params)
     url = _normalize(url)
     timeout = getattr(opts, 'transaction_timeout', 0) if bounded else 0
-    engine = backends.of(url).create_engine(url, opts, timeout)
+    try:
+        engine = backends.of(url).create_engine(url, opts, timeout)
+    except ImportError as exc:
+        raise DatabaseConfigError(
+            f'the driver of [placement_database] {option} '
+            f'({url.drivername}) is not installed ({exc}): install it, or '
+            f'name one that is') from None
     _log_statements(getattr(opts, 'connection_debug', 0))
     if getattr(opts, 'connection_trace', False):
         _trace_call_sites(engine)
@@ -110,10 +134,17 @@ def _trace_call_sites(engine: sa.Engine) -> None:
         return statement, parameters
 
 
+# A wrong user, password or database name: retrying will not help.
+_NOT_MENDED_BY_WAITING = (backend_base.CONNECT_CREDENTIALS,
+                          backend_base.CONNECT_UNKNOWN_DATABASE)
+
+
 def wait_until_reachable(engine: sa.Engine, conf: Any) -> None:
     """Connect once, as upstream's services do at start-up: retried
     [placement_database] max_retries times (-1: for ever), retry_interval
-    seconds apart; then DatabaseUnreachable."""
+    seconds apart; then DatabaseUnreachable, whose message says what is
+    wrong and what to do. A refused user or an unknown database fails at
+    once."""
     opts = conf.placement_database
     retries, interval = opts.max_retries, opts.retry_interval
     attempt = 0
@@ -123,13 +154,15 @@ def wait_until_reachable(engine: sa.Engine, conf: Any) -> None:
             with engine.connect():
                 return
         except sa_exc.DBAPIError as exc:
-            # The drivers' messages may span lines (libpq's hints).
-            reason = ' '.join(str(_dbapi_error(exc) or exc).split())
+            reason = _reason(exc)
+            kind = connect_failure(exc) or backend_base.CONNECT_UNREACHABLE
+            line = _CONNECT_ADVICE[kind] % (_shown(engine.url), reason)
+            if kind in _NOT_MENDED_BY_WAITING:
+                raise DatabaseUnreachable(line) from None
             if 0 <= retries < attempt:
                 raise DatabaseUnreachable(
-                    'cannot connect to the database after %d attempts '
-                    '([placement_database] max_retries = %d): %s'
-                    % (attempt, retries, reason)) from None
+                    '%s (%d attempts: [placement_database] max_retries = '
+                    '%d)' % (line, attempt, retries)) from None
             LOG.warning('The database is unreachable (attempt %d of %s); '
                         'trying again in %d s: %s', attempt,
                         'unlimited' if retries < 0 else retries + 1,
@@ -205,6 +238,58 @@ def is_statement_timeout(exc: BaseException) -> bool:
     """True if the server stopped a statement that ran past the
     request's deadline (its statement timeout)."""
     return bool(backends.verdict('is_statement_timeout', _dbapi_error(exc)))
+
+
+def is_schema_mismatch(exc: BaseException) -> bool:
+    """True if a statement named a table or column the database does not
+    have: its schema is not the one this code was written for."""
+    return bool(backends.verdict('is_schema_mismatch', _dbapi_error(exc)))
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """Why ``exc`` failed to connect (a CONNECT_* kind of
+    placement.db.backends.base), or None if it is no failure to
+    connect."""
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return None
+    orig = exc.orig
+    if orig is None:
+        return None
+    for backend in backends.ALL:
+        kind = backend.connect_failure(orig)
+        if kind is not None:
+            return kind
+    return backend_base.CONNECT_UNREACHABLE if is_unreachable(exc) else None
+
+
+def connect_failure_line(exc: BaseException,
+                         url: sa.engine.URL) -> str | None:
+    """What is wrong and what to do, in one line, when ``exc`` failed to
+    connect to ``url`` (its password never shown); None if it is no
+    failure to connect."""
+    kind = connect_failure(exc)
+    if kind is None:
+        return None
+    return _CONNECT_ADVICE[kind] % (_shown(url), _reason(exc))
+
+
+def _shown(url: sa.engine.URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's message on one line (libpq's span several)."""
+    return ' '.join(str(_dbapi_error(exc) or exc).split())
+
+
+def is_out_of_time(exc: BaseException) -> bool:
+    """True if ``exc`` ended the work because the current deadline
+    passed: the server stopped the statement, the watchdog cut the
+    connection, or a wait for a lock (SQLite's busy timeout, set to the
+    deadline) ran out."""
+    return is_statement_timeout(exc) or (
+        (is_lost_connection(exc) or is_conflict(exc))
+        and watchdog.remaining() <= 0)
 
 
 def is_unstorable_value(exc: BaseException) -> bool:

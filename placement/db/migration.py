@@ -9,13 +9,16 @@ the backend's migration lock rather than the write lock, whose table a
 new database does not have yet.
 """
 
+import functools
 import pathlib
 
 from alembic.runtime import migration as alembic_migration
+from alembic.script import ScriptDirectory
 import sqlalchemy as sa
 
 from alembic import command
 from alembic import config as alembic_config
+from alembic import util as alembic_util
 from placement.db import session
 from placement.db import tables
 
@@ -62,6 +65,133 @@ def script_location() -> pathlib.Path:
 def _revision(connection):
     context = alembic_migration.MigrationContext.configure(connection)
     return context.get_current_revision()
+
+
+class SchemaMismatch(Exception):
+    """The database's schema is not the one this code serves; the
+    message says which placement-manage db command (or what else) puts
+    it right. ``state`` is one of MISSING, PARTIAL, OLDER, NEWER."""
+
+    def __init__(self, state: str, message: str) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+# The states of a schema that is not this code's.
+MISSING, PARTIAL, OLDER, NEWER = 'missing', 'partial', 'older', 'newer'
+
+
+@functools.cache
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory(str(script_location()))
+
+
+def head() -> str:
+    """The revision this code's schema is at."""
+    return _scripts().get_current_head() or ''
+
+
+def check_schema(engine: sa.Engine) -> None:
+    """Raise SchemaMismatch unless the database has this code's schema:
+    at the head revision with every table and column of
+    placement.db.tables (an upstream database at the same revision has
+    them: the revisions are upstream's). A revision that is not head
+    is older (db sync applies what it lacks) or, unknown to these
+    scripts, newer: a later release migrated it."""
+    session.Database(engine).read(_check_schema)
+
+
+def _check_schema(connection):
+    revision = _revision(connection)
+    missing = _missing(connection)
+    if revision is None:
+        if len(missing) == len(tables.metadata.tables):
+            raise SchemaMismatch(MISSING, (
+                'the database has no placement schema: run '
+                '"placement-manage db sync"'))
+        raise SchemaMismatch(PARTIAL, (
+            'the database has part of placement\'s schema and no schema '
+            'revision (a first db sync that stopped half-way?): run '
+            '"placement-manage db sync"'))
+    if revision != head():
+        try:
+            known = _scripts().get_revision(revision) is not None
+        except alembic_util.CommandError:
+            known = False
+        if not known:
+            raise SchemaMismatch(NEWER, (
+                'the database schema is at revision %s, which this release '
+                '(schema %s) does not know: a newer release migrated it; '
+                'run that release, or restore the database it had before'
+                % (revision, head())))
+        raise SchemaMismatch(OLDER, (
+            'the database schema is at revision %s, older than this '
+            'release\'s %s: run "placement-manage db sync"'
+            % (revision, head())))
+    if missing:
+        raise SchemaMismatch(PARTIAL, (
+            'the database schema is at revision %s but lacks %s: it was '
+            'changed by hand or a migration did not finish; restore it '
+            'from a backup, or stamp the revision it really has '
+            '("placement-manage db stamp REVISION") and run '
+            '"placement-manage db sync"' % (revision, ', '.join(missing))))
+
+
+def _missing(connection):
+    """The tables and columns (as table.column) of placement's schema
+    that the database does not have."""
+    inspector = sa.inspect(connection)
+    present = set(inspector.get_table_names())
+    missing = []
+    for name, table in tables.metadata.tables.items():
+        if name not in present:
+            missing.append(name)
+            continue
+        columns = {column['name'] for column in inspector.get_columns(name)}
+        missing.extend('%s.%s' % (name, column.name)
+                       for column in table.columns
+                       if column.name not in columns)
+    return missing
+
+
+def probe_schema(database: session.Database) -> SchemaMismatch | None:
+    """What the health check reads instead of SELECT 1: one cheap
+    statement, which fails unless every table and column of placement's
+    schema is there, and gives the schema's revision. Only when that
+    is not all well is the schema read in full (check_schema).
+
+    SchemaMismatch is raised for a schema that cannot serve: tables or
+    columns missing, or no revision. A schema that has them all at
+    another revision serves (a rolling upgrade runs the previous
+    release on the next one's schema for a while): its SchemaMismatch
+    (state OLDER or NEWER) is returned as a note. Other errors (an
+    unreachable database) are raised."""
+    try:
+        revision = database.read(_probe)
+    except sa.exc.DBAPIError:
+        database.read(_check_schema)
+        raise
+    if revision == head():
+        return None
+    try:
+        database.read(_check_schema)
+    except SchemaMismatch as exc:
+        if exc.state not in (OLDER, NEWER):
+            raise
+        return exc
+    return None
+
+
+def _probe(connection):
+    return connection.execute(_PROBE).scalar()
+
+
+# Names every table and column (which the database checks as it plans
+# the statement) and reads no row of them.
+_PROBE = sa.select(sa.table(
+    'alembic_version', sa.column('version_num')).c.version_num).where(
+    *(~sa.exists(sa.select(*table.columns).where(sa.false()))
+      for table in tables.metadata.sorted_tables))
 
 
 class LeftoverTables(Exception):

@@ -3,7 +3,6 @@
 Configuration comes from ``$OS_PLACEMENT_CONFIG_DIR/placement.conf`` when
 that variable is set, else from oslo.config's standard locations.
 """
-from placement import conf as placement_conf
 from placement.api import service
 
-application = service.build_application(placement_conf.load_config())
+application = service.load_application()

@@ -1,5 +1,6 @@
 """The ``placement-api`` development server command."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -108,3 +109,98 @@ def _wait_for_banner(server, log_path, timeout=60):
             pytest.fail('placement-api exited: %s' % log_path.read_text())
         time.sleep(0.1)
     pytest.fail('placement-api did not start: %s' % log_path.read_text())
+
+
+def _start(args, env=None, timeout=60):
+    """Run placement-api or import the WSGI module, as a process that
+    cannot start; its (exit status, output)."""
+    result = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True,
+        timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.mark.sqlite_only
+def test_a_missing_configuration_file_is_one_line(tmp_path):
+    missing = tmp_path / 'nowhere.conf'
+    code, output = _start(['-m', 'placement.cmd.api', '--port', '0', '--',
+                           '--config-file', str(missing)])
+    assert code == 1
+    assert output == ('placement-api: configuration file not found: %s: '
+                      'check --config-file, --config-dir or '
+                      '$OS_PLACEMENT_CONFIG_DIR\n' % missing)
+
+
+def _critical_line(output):
+    assert 'Traceback' not in output
+    lines = [line for line in output.splitlines() if 'CRITICAL' in line]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+@pytest.mark.sqlite_only
+def test_a_database_without_schema_stops_the_start_in_one_line(tmp_path):
+    config = tmp_path / 'placement.conf'
+    config.write_text('[placement_database]\nconnection = sqlite:///%s\n'
+                      % (tmp_path / 'empty.db'))
+    code, output = _start(['-m', 'placement.cmd.api', '--port', '0', '--',
+                           '--config-file', str(config)])
+    assert code == 1
+    assert _critical_line(output).endswith(
+        'CRITICAL placement.api.service [-] Cannot start placement: the '
+        'database has no placement schema: run "placement-manage db sync"')
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize('policy, said', [
+    ('"placement:resource_providers:list": [\n',
+     'cannot load the policy file %s ([oslo_policy] policy_file): '),
+    (b'\xff\xfe not text',
+     'cannot load the policy file %s ([oslo_policy] policy_file): '),
+])
+def test_a_broken_policy_file_stops_the_wsgi_start(tmp_path, policy, said):
+    """The WSGI module (gunicorn's and mod_wsgi's) ends the process with
+    gunicorn's worker boot error and one line."""
+    policy_path = tmp_path / 'policy.yaml'
+    if isinstance(policy, bytes):
+        policy_path.write_bytes(policy)
+    else:
+        policy_path.write_text(policy)
+    (tmp_path / 'placement.conf').write_text(
+        '[placement_database]\nconnection = sqlite://\nsync_on_startup = '
+        'true\n[oslo_policy]\npolicy_file = %s\n' % policy_path)
+    env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+    code, output = _start(['-c', 'import placement.wsgi.api'], env=env)
+    assert code == 3
+    line = _critical_line(output)
+    assert ('CRITICAL placement.api.service [-] Cannot start placement: '
+            + said % policy_path) in line
+    assert line.endswith('correct it, or remove it to use the default '
+                         'rules')
+
+
+@pytest.mark.sqlite_only
+def test_a_missing_configuration_stops_the_wsgi_start(tmp_path):
+    env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+    (tmp_path / 'placement.conf').write_text('[placement_database\n')
+    code, output = _start(['-c', 'import placement.wsgi.api'], env=env)
+    assert code == 3
+    assert output.startswith('placement: cannot parse the configuration '
+                             'file %s: ' % (tmp_path / 'placement.conf'))
+    assert len(output.splitlines()) == 1, output
+
+
+@pytest.mark.sqlite_only
+def test_a_policy_file_named_but_missing_is_a_warning(tmp_path):
+    """Upstream starts with the default rules: so does this service,
+    saying so."""
+    config = tmp_path / 'placement.conf'
+    config.write_text(
+        '[placement_database]\nconnection = sqlite://\nsync_on_startup = '
+        'true\n[oslo_policy]\npolicy_file = /nonexistent/policy.yaml\n')
+    env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(tmp_path))
+    code, output = _start(['-c', 'import placement.wsgi.api'], env=env)
+    assert code == 0, output
+    assert ('WARNING placement.policy [-] [oslo_policy] policy_file '
+            '/nonexistent/policy.yaml was not found: the default rules '
+            'apply') in output

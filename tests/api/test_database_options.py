@@ -7,6 +7,7 @@ has no use here says so.
 """
 import logging
 import re
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -47,13 +48,42 @@ def test_an_unreachable_database_stops_the_start_after_the_retries(
         with pytest.raises(service.StartupError) as info:
             service.build_application(conf)
     text = str(info.value)
-    assert text.startswith('placement: cannot connect to the database '
-                           'after 3 attempts ([placement_database] '
-                           'max_retries = 2)')
+    assert text.startswith('placement: cannot ')
+    assert text.endswith('(3 attempts: [placement_database] '
+                         'max_retries = 2)')
     assert '\n' not in text
     retries = [record for record in caplog.records
                if 'database is unreachable' in record.getMessage()]
     assert len(retries) == 2
+
+
+@pytest.mark.backends('mysql', 'postgresql')
+@pytest.mark.parametrize('parts, said', [
+    ({'database': 'ptest_no_such_database'},
+     'placement: the database at %s does not exist ('),
+    ({'username': 'ptest_nobody', 'password': 's3cret'},
+     'placement: the database server refused the user of %s ('),
+])
+def test_a_wrong_database_or_user_stops_the_start_at_once(
+        backend, conf_factory, caplog, parts, said):
+    """Waiting does not mend them: no retry, one line, no password."""
+    url = sa.engine.make_url(backend.url).set(**parts)
+    conf = conf_factory(placement_database={
+        'connection': url.render_as_string(hide_password=False),
+        'max_retries': 5, 'retry_interval': 10})
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, 'placement.db.engine'):
+        with pytest.raises(service.StartupError) as info:
+            service.build_application(conf)
+    assert time.monotonic() - started < 5
+    text = str(info.value)
+    shown = db_engine.normalize_url(
+        url.render_as_string(hide_password=False)).render_as_string()
+    assert text.startswith(said % shown), text
+    assert 's3cret' not in text
+    assert '\n' not in text
+    assert not [record for record in caplog.records
+                if 'database is unreachable' in record.getMessage()]
 
 
 def test_a_reachable_database_starts_at_once(backend, conf_factory):
@@ -126,7 +156,9 @@ def test_gunicorn_exits_when_the_database_stays_unreachable(tmp_path):
     assert 'exited with 3' in str(info.value)
     log = server.log_path.read_text()
     assert 'Worker failed to boot' in log
-    assert 'cannot connect to the database after 2 attempts' in log
+    assert ('(2 attempts: [placement_database] max_retries = 1)'
+            in log)
+    assert 'Traceback' not in log
 
 
 @pytest.mark.backends('mysql', 'postgresql')

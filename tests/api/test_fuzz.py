@@ -51,6 +51,7 @@ from placement.db import standard_sync
 from placement.db import tables
 
 import api_cloud
+import sql_rows
 
 JSON = 'application/json'
 # Generated requests per endpoint, on top of the fixed corpus.
@@ -868,7 +869,8 @@ def _error_document_problem(response, in_pipeline=True):
     """Why a 4xx body is not Placement's error document (with a code
     from the 1.23 the response declares), or None. Extensions answer in
     front of the request id middleware (``in_pipeline`` False): their
-    request_id is null.
+    errors have no request_id, as upstream's formatter leaves it out of
+    an error that has none.
     """
     if response.headers.get('Content-Type') != JSON:
         return 'Content-Type is %r' % response.headers.get('Content-Type')
@@ -882,7 +884,9 @@ def _error_document_problem(response, in_pipeline=True):
     if not isinstance(errors, list) or len(errors) != 1:
         return '"errors" is not a list of one error'
     error = errors[0]
-    expected = {'status', 'title', 'detail', 'request_id'}
+    expected = {'status', 'title', 'detail'}
+    if in_pipeline:
+        expected.add('request_id')
     declared = _declared_version(response)
     if declared and declared >= CODE_VERSION:
         expected.add('code')
@@ -901,7 +905,7 @@ def _error_document_problem(response, in_pipeline=True):
             isinstance(error['code'], str)
             and error['code'].startswith('placement.')):
         return 'code %r' % error['code']
-    if not in_pipeline and error['request_id'] is None:
+    if not in_pipeline:
         return None
     if not (isinstance(error['request_id'], str)
             and REQUEST_ID.match(error['request_id'])
@@ -948,13 +952,6 @@ def _inverted_units(document):
 
 
 # -- database snapshots -------------------------------------------------------
-
-def _snapshot(engine):
-    with engine.connect() as conn:
-        return {table.name: conn.execute(
-            table.select().order_by(*table.primary_key.columns)).all()
-            for table in tables.metadata.sorted_tables}
-
 
 def _keyed(table, rows):
     columns = [table.columns.keys().index(c.name)
@@ -1039,7 +1036,7 @@ class Fuzzer:
         self.api = api
         self.backend = backend
         self.seed = Seed(api)
-        self.baseline = _snapshot(backend.engine)
+        self.baseline = sql_rows.every_row(backend.engine)
         # (endpoint, cause) -> [size, request, text, count]
         self.failures = {}
         self.sent = 0
@@ -1130,7 +1127,7 @@ class Fuzzer:
             self._check_database(label, request, response)
 
     def _check_database(self, label, request, response):
-        after = _snapshot(self.backend.engine)
+        after = sql_rows.every_row(self.backend.engine)
         if after == self.baseline:
             return
         if 400 <= response.status_code < 500:
@@ -1141,7 +1138,7 @@ class Fuzzer:
                 request, response,
                 '\n      changed: ' + '\n               '.join(changes))
         _restore(self.backend.engine, self.baseline, after)
-        restored = _snapshot(self.backend.engine)
+        restored = sql_rows.every_row(self.backend.engine)
         assert restored == self.baseline, _describe_changes(
             self.baseline, restored)
 
@@ -1563,4 +1560,4 @@ def test_checks_catch_what_they_are_for(api, backend):
     assert 'RecursionError: deep' in fuzzer.report()
     assert 'traits: +1' in fuzzer.report()
     # The half-written row was taken out again.
-    assert _snapshot(backend.engine) == fuzzer.baseline
+    assert sql_rows.every_row(backend.engine) == fuzzer.baseline

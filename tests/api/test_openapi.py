@@ -57,6 +57,23 @@ def test_served_without_token_latest_by_default(api):
     assert document == _document(api, '1.39')
 
 
+
+@pytest.mark.sqlite_only
+def test_version_is_chosen_by_the_query_string_alone(api):
+    """The document says what chooses its version, and does as it says:
+    ?microversion= does, the request's version header does not."""
+    header = {'OpenStack-API-Version': 'placement 1.20'}
+    latest = _document(api, headers=header)
+    assert latest['info']['version'] == '1.39'
+    assert '?microversion=1.N' in latest['info']['description']
+    assert 'whatever header' in latest['info']['description']
+    older = _document(api, '1.20', headers={
+        'OpenStack-API-Version': 'placement 1.39'})
+    assert older['info']['version'] == '1.20'
+    assert older['info']['description'].startswith(
+        'The Placement API at microversion 1.20: what an API request '
+        'sending "OpenStack-API-Version: placement 1.20" gets.')
+
 @pytest.mark.sqlite_only
 def test_servers_follow_the_mount_point(api_factory):
     api = api_factory(prefix='/placement')

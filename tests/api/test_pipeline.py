@@ -269,8 +269,8 @@ def test_error_code_from_1_23(api, version, code):
 
 
 def test_specific_error_code(api):
-    api.post('/resource_classes', json={'name': 'CUSTOM_DUP'})
-    response = api.post('/resource_classes', json={'name': 'CUSTOM_DUP'})
+    api.post('/resource_providers', json={'name': 'dup'})
+    response = api.post('/resource_providers', json={'name': 'dup'})
     assert response.status_code == 409
     assert error_text.error(response)['code'] == 'placement.duplicate_name'
 

@@ -1,7 +1,9 @@
 """[oslo_middleware] max_request_body_size: a larger body is refused with
 a 413 in Placement's format before it is read, whether its size is
 announced (Content-Length) or not (a chunked body); the default leaves
-room for the largest legitimate request.
+room for the largest legitimate request. A body that did not all arrive
+is refused with a 400 however the server says so, on every route, and
+nothing is written (tests/cut_requests.py sends them to real servers).
 """
 import io
 import json
@@ -10,8 +12,11 @@ import uuid
 import pytest
 
 from placement import conf as placement_conf
+from placement.api.pipeline import inputs
 
 from api_cloud import Cloud
+import cut_requests
+import sql_rows
 
 RP = '/resource_providers/' + str(uuid.uuid4())
 
@@ -98,3 +103,83 @@ def test_an_error_quotes_no_more_than_a_prefix_of_a_long_value(api):
     assert detail.startswith('The server could not comply')
     assert "'xxxxxxxx" in detail and '... is too long' in detail
     assert len(response.data) < 1000
+
+
+class _ServerError(Exception):
+    """An exception of a server's own (gunicorn's ParseException)."""
+
+
+class _Cut(io.BytesIO):
+    """A body that stops after its bytes as a server's input stream does
+    when the client stopped sending: reads return nothing, or raise
+    ``ending``."""
+
+    def __init__(self, data, ending=None):
+        super().__init__(data)
+        self.ending = ending
+
+    def read(self, size=-1):
+        data = super().read(size)
+        if not data and self.ending is not None:
+            raise self.ending
+        return data
+
+    def readinto(self, buffer):
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+# How each server's input stream ends a body that stopped short: environ
+# and the stream's ending, and whether Content-Length announces it.
+SERVERS = {
+    # gunicorn: what arrived, then nothing.
+    'gunicorn': ({'wsgi.input_terminated': True}, None, True),
+    # gunicorn, a chunked body: NoMoreData, or ChunkMissingTerminator.
+    'gunicorn-chunked-eof': ({'wsgi.input_terminated': True},
+                             ConnectionError('no more data'), False),
+    'gunicorn-chunked-parse': ({'wsgi.input_terminated': True},
+                               _ServerError('missing terminator'), False),
+    # mod_wsgi: OSError.
+    'mod_wsgi': ({'wsgi.input_terminated': True},
+                 OSError('request data read error'), True),
+    # werkzeug's server: Content-Length is left to the application.
+    'werkzeug': ({}, None, True),
+}
+
+
+@pytest.mark.parametrize('server', SERVERS)
+@pytest.mark.parametrize('route', cut_requests.ROUTES,
+                         ids=lambda route: route.method + route.path)
+def test_a_body_that_did_not_all_arrive_is_refused(api, backend, route,
+                                                   server):
+    environ, ending, announced = SERVERS[server]
+    ids = cut_requests.set_up(api)
+    method, path, version, body, roles = route.request(
+        ids, cut_requests.generation(api, ids))
+    before = sql_rows.every_row(backend.engine)
+    sent = body + cut_requests.PADDING
+    headers = {'Content-Type': 'application/json', 'X-Roles': roles}
+    if announced:
+        # The test client would announce the length of the stream.
+        environ = dict(environ, CONTENT_LENGTH=str(
+            len(sent) + cut_requests.MISSING))
+    else:
+        headers['Transfer-Encoding'] = 'chunked'
+    response = api.request(method, path, version=version, headers=headers,
+                           input_stream=_Cut(sent, ending),
+                           environ_overrides=environ)
+    assert response.status_code == 400, response.text
+    assert inputs.INCOMPLETE_BODY in response.json['errors'][0]['detail']
+    assert sql_rows.every_row(backend.engine) == before
+
+
+@pytest.mark.sqlite_only
+def test_a_route_without_a_body_is_not_run_on_a_cut_one(api):
+    """PUT /traits/{name} reads no body; one that did not all arrive
+    still stops it."""
+    response = api.put('/traits/CUSTOM_CUT', input_stream=_Cut(b'{}'),
+                       environ_overrides={'wsgi.input_terminated': True,
+                                          'CONTENT_LENGTH': '100'})
+    assert response.status_code == 400
+    assert api.get('/traits/CUSTOM_CUT').status_code == 404

@@ -6,9 +6,11 @@ answered with its own error code.
 The database "does not answer" here because a row lock is held by
 another session, or because a proxy holds the answer to a COMMIT back:
 the same silence a frozen or cut-off server gives (tests/faults does
-that to real clusters).
+that to real clusters). On SQLite, another process holds the file's lock.
 """
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 import uuid as uuidlib
@@ -204,3 +206,46 @@ def test_a_statement_the_server_stopped_is_told_as_such(
     finally:
         engine.dispose()
     assert db_engine.is_statement_timeout(caught.value), caught.value
+
+
+@contextlib.contextmanager
+def _sqlite_locked_by_another_process(path):
+    """The SQLite file ``path`` held by another process's exclusive
+    lock for the block."""
+    holder = subprocess.Popen(
+        [sys.executable, '-c',
+         'import sqlite3, sys\n'
+         'c = sqlite3.connect(sys.argv[1], isolation_level=None)\n'
+         'c.execute("BEGIN EXCLUSIVE")\n'
+         'print("locked", flush=True)\n'
+         'sys.stdin.read()\n', path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+@pytest.mark.sqlite_only
+def test_a_write_waiting_on_another_process_s_sqlite_lock_answers_503(
+        backend, api, slow_api):
+    """SQLite waits for its lock no longer than the request's deadline:
+    the write ends with the deadline's 503 instead of waiting on."""
+    cloud = Cloud(api)
+    cloud.provider('cn1', inventory={'VCPU': 8})
+    provider_uuid = cloud.uuids['cn1']
+    consumer = str(uuidlib.uuid4())
+    with _sqlite_locked_by_another_process(
+            sa.engine.make_url(backend.url).database):
+        started = time.monotonic()
+        response = _claim(slow_api, provider_uuid, consumer)
+        elapsed = time.monotonic() - started
+    assert response.status_code == 503, response.json
+    error = response.json['errors'][0]
+    assert error['title'] == 'Service Unavailable'
+    assert error['code'] == exception.DEADLINE_EXCEEDED
+    assert TIMEOUT * 0.9 < elapsed < TIMEOUT + SLACK
+    # Once the lock is released, the same write goes through.
+    assert _claim(slow_api, provider_uuid, consumer).status_code == 204

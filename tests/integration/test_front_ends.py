@@ -16,6 +16,7 @@ normal client sends GET /resource_providers back to back.
 - The same gunicorn alone is not protected (its threads wait on the slow
   senders): its 99th percentile is above a second. That shows the
   measurement can fail, and is what the README says.
+- A request whose body did not all arrive is never passed on.
 - With no API host up, the HAProxy sample answers 503 in Placement's
   format (its http-error lines).
 - The HAProxy sample resends a request only when no host received it:
@@ -42,6 +43,7 @@ from api_hosts import SAMPLE_CONFIG
 from api_hosts import parse_proxy_log
 from api_hosts import proxy_config
 from conftest import unavailable
+import cut_requests
 import gunicorn_server
 
 GUNICORN_CONFIG = (pathlib.Path(__file__).resolve().parents[2] / 'etc'
@@ -218,6 +220,26 @@ def test_behind_the_haproxy_sample_normal_requests_are_answered_at_once(
     assert _p99(times) < 1.0, sorted(times)[-10:]
     # The slow clients were cut off (timeout http-request) and came back.
     assert slow.connects > SLOW_CLIENTS
+
+
+def test_the_haproxy_sample_passes_on_no_body_that_did_not_all_arrive(
+        haproxy, shipped_gunicorn):
+    """A body shorter than announced, or chunked without its last chunk,
+    is never passed on: HAProxy closes the connection without an answer
+    (tests/cut_requests.py sends them)."""
+    request = cut_requests.ROUTES[0].request(None, 0)
+    for how in cut_requests.HOW:
+        if how == 'reset':
+            cut_requests.send(haproxy, request, how)
+        else:
+            with pytest.raises(ConnectionError):
+                cut_requests.send(haproxy, request, how)
+    # Once a later request is through, nothing was passed on before it.
+    assert requests.get('http://127.0.0.1:%d/resource_providers' % haproxy,
+                        headers=HEADERS, timeout=10).json() == {
+                            'resource_providers': []}
+    assert not [entry for entry in cut_requests.logged(
+        shipped_gunicorn.log_path) if entry[0] == 'POST']
 
 
 def test_gunicorn_alone_is_stopped_by_slow_clients(shipped_gunicorn):

@@ -2,13 +2,16 @@
 Placement API, open to anyone (it holds nothing that is not in the public
 API reference).
 
-The document describes one microversion, ``?microversion=1.N`` (default:
-the latest): the operations that exist at that version, their query
-parameters and request bodies as that version validates them, and the
-``OpenStack-API-Version`` header that selects it. Every operation also
-carries ``x-microversions`` (``{"min": ..., "max": ...}``, the range in
-which it exists) and, where they change, ``x-request-schema-versions``
-(the versions from which its query or body schema differs).
+The document describes one microversion, the one its own query string
+asks for with ``?microversion=1.N`` (default: the latest; the
+``OpenStack-API-Version`` header of the request for the document is not
+read): the operations that exist at that version, their query parameters
+and request bodies as that version validates them, and the
+``OpenStack-API-Version`` header an API request sends to get them. Every
+operation also carries ``x-microversions`` (``{"min": ..., "max":
+...}``, the range in which it exists) and, where they change,
+``x-request-schema-versions`` (the versions from which its query or body
+schema differs).
 
 It is built at runtime from the application itself: paths and methods
 from the Flask url map; summaries, version ranges, success statuses,
@@ -77,9 +80,12 @@ def document(app: flask.Flask,
             'title': 'OpenStack Placement API',
             'version': version_text,
             'description': (
-                'The Placement API at microversion %s, as selected by the '
-                '%s header. Other versions: ?microversion=1.N on this '
-                'document.' % (version_text, VERSION_HEADER)),
+                'The Placement API at microversion %s: what an API request '
+                'sending "%s: placement %s" gets. This document describes '
+                'the version its ?microversion=1.N query parameter asks '
+                'for (default: the latest), whatever header the request '
+                'for it sends.' % (version_text, VERSION_HEADER,
+                                   version_text)),
         },
         'x-microversions': {'min': microversion.min_version_string(),
                             'max': microversion.max_version_string()},
@@ -133,7 +139,8 @@ def _operation(rule, method, declaration, version, versions):
 def _parameters(rule, version):
     parameters = [{
         'name': VERSION_HEADER, 'in': 'header', 'required': True,
-        'description': 'Selects the microversion this document describes.',
+        'description': 'The microversion an API request asks for; this '
+                       'document describes the one given here.',
         'schema': {'type': 'string',
                    'const': 'placement ' + versions_module.to_text(version)},
     }]

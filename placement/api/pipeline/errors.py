@@ -10,6 +10,7 @@ import dataclasses
 import logging
 
 import flask
+from oslo_middleware import request_id
 import sqlalchemy.exc
 import webob.exc
 from werkzeug import exceptions as http_exceptions
@@ -18,7 +19,6 @@ from placement import exception
 from placement import versions
 from placement.api.pipeline import microversion
 from placement.db import engine as db_engine
-from placement.db import watchdog
 from placement.exception import ILLEGAL_DUPLICATE_QUERYPARAM  # noqa: F401
 from placement.exception import QUERYPARAM_BAD_VALUE  # noqa: F401
 from placement.exception import QUERYPARAM_MISSING_VALUE  # noqa: F401
@@ -34,9 +34,11 @@ PROVIDER_CANNOT_DELETE_PARENT = (
     'placement.resource_provider.cannot_delete_parent')
 RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
 # An error's detail is cut after this many characters: it may quote what
-# the client sent (a schema error quotes the value, twice), and a client
-# that sent a megabyte must not get two back.
-MAX_DETAIL = 4096
+# the client sent (a list of unknown names, say), and a client that sent
+# a megabyte must not get it back. Upstream's longest detail stays whole:
+# a POST /reshaper without a required key quotes its whole schema (some
+# 11 KB).
+MAX_DETAIL = 16384
 _CUT = ' [...]'
 
 
@@ -114,22 +116,25 @@ class MethodNotAllowedYet(PlacementHTTPError):
 
 def json_formatter(body: str, status: str, title: str,
                    environ: dict) -> dict:
-    """Shape webob's error text as Placement's ``errors`` document."""
+    """Shape webob's error text as Placement's ``errors`` document, its
+    keys in upstream's order (clients that keep the raw text show it):
+    status, title, detail, code, request_id, max_version, min_version.
+    """
     error = {
         'status': int(status.split(None, 1)[0]),
         'title': title,
         'detail': webob.exc.strip_tags(body),
-        'request_id': environ.get('openstack.request_id'),
     }
     version = environ.get(microversion.ENVIRON_KEY)
-    if version is None:
-        if error['status'] == 406:
-            # An unsupported version was asked for: tell the client which
-            # versions are available.
-            error['max_version'] = microversion.max_version_string()
-            error['min_version'] = microversion.min_version_string()
-    elif version >= versions.ERROR_CODES:
+    if version is not None and version >= versions.ERROR_CODES:
         error['code'] = environ.get('placement.error_code') or DEFAULT
+    if request_id.ENV_REQUEST_ID in environ:
+        error['request_id'] = environ[request_id.ENV_REQUEST_ID]
+    if version is None and error['status'] == 406:
+        # An unsupported version was asked for: tell the client which
+        # versions are available.
+        error['max_version'] = microversion.max_version_string()
+        error['min_version'] = microversion.min_version_string()
     return {'errors': [error]}
 
 
@@ -248,10 +253,7 @@ def _wording(exc):
 
 
 def _database_error(exc):
-    if db_engine.is_statement_timeout(exc) or (
-            db_engine.is_lost_connection(exc) and watchdog.remaining() <= 0):
-        # The server stopped the statement, or the watchdog cut the
-        # connection, because the request's time was up.
+    if db_engine.is_out_of_time(exc):
         return _domain_error(exception.DeadlineExceeded())
     if db_engine.is_unstorable_value(exc):
         # A value the schema let through but the column cannot hold.
@@ -263,6 +265,15 @@ def _database_error(exc):
         LOG.warning('Giving up on a write that kept colliding: %s', exc.orig)
         return _render_error(Conflict(
             exception.DATA_CHANGED, code=CONCURRENT_UPDATE))
+    if db_engine.is_schema_mismatch(exc):
+        # The schema was removed or changed under the running service
+        # (its start checks it): /healthcheck says which state it is in.
+        LOG.error('The database lacks a table or column this release '
+                  'uses: %s; placement-status upgrade check says what to '
+                  'do', exc.orig)
+        return _render_error(ServiceUnavailable(
+            'The placement database does not have the schema this service '
+            'needs.'))
     if db_engine.is_unreachable(exc) or db_engine.is_transient(exc):
         LOG.error('Database unreachable: %s', exc.orig)
         return _render_error(ServiceUnavailable(
@@ -282,7 +293,7 @@ def _unexpected(exc):
     if isinstance(exc, http_exceptions.HTTPException):
         return _http_exception(exc)
     LOG.exception('Unexpected error in request %s',
-                  flask.request.environ.get('openstack.request_id'))
+                  flask.request.environ.get(request_id.ENV_REQUEST_ID))
     return _render_error(InternalServerError(
         'An unexpected error occurred. Check the server log for request %s.'
-        % flask.request.environ.get('openstack.request_id')))
+        % flask.request.environ.get(request_id.ENV_REQUEST_ID)))

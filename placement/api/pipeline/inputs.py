@@ -8,11 +8,16 @@ from typing import Any
 
 import flask
 import werkzeug
+from werkzeug import exceptions as http_exceptions
 
 from placement import validation
 from placement.api.pipeline import errors
 
 NUL_NOT_ALLOWED = 'Invalid input: NUL characters are not allowed.'
+
+
+INCOMPLETE_BODY = ('The request body is incomplete: the connection ended '
+                   'before the whole body arrived.')
 
 
 SURROGATE_NOT_ALLOWED = ('Invalid input: unpaired UTF-16 surrogates are not '
@@ -37,7 +42,7 @@ def json_body(schema: dict[str, Any]) -> Any:
     UTF-16 surrogates) is refused, as are documents nested deeper than
     any request body of the API can be.
     """
-    raw = _body_bytes()
+    raw = read_body()
     try:
         data = json.loads(raw, parse_constant=_not_a_json_number,
                           parse_float=_finite_float)
@@ -50,19 +55,46 @@ def json_body(schema: dict[str, Any]) -> Any:
     return data
 
 
-def _body_bytes() -> bytes:
-    """The request body, within [oslo_middleware] max_request_body_size
-    (Flask's MAX_CONTENT_LENGTH): Werkzeug stops a body of unannounced
-    length (chunked) at the limit and refuses only a read past it, so
-    one more is asked for (RequestEntityTooLarge, even at the end of a
-    body of exactly the limit: such a body must stay below it)."""
+def read_body() -> bytes:
+    """The request body, whole, within [oslo_middleware]
+    max_request_body_size (Flask's MAX_CONTENT_LENGTH); the same bytes on
+    every call.
+
+    A body that ends before its Content-Length, or a chunked one cut
+    before its last chunk (the client closed, or its connection broke),
+    is refused (BadRequest), as no server refuses it on its own:
+    gunicorn hands on what arrived; gunicorn's chunked reader, mod_wsgi
+    and werkzeug's server raise exceptions of their own.
+
+    Werkzeug stops a body of unannounced length (chunked) at the limit
+    and refuses only a read past it, so one more is asked for
+    (RequestEntityTooLarge, even at the end of a body of exactly the
+    limit: such a body must stay below it)."""
     request = flask.request
-    raw = request.get_data(cache=True)
-    limit = request.max_content_length
-    if (request.content_length is None and limit is not None
-            and len(raw) >= limit):
-        request.stream.read(1)
+    try:
+        raw = request.get_data(cache=True)
+        limit = request.max_content_length
+        if (request.content_length is None and limit is not None
+                and len(raw) >= limit):
+            request.stream.read(1)
+    except http_exceptions.RequestEntityTooLarge:
+        raise
+    except Exception:
+        # Whatever the server raises for a body it could not read whole
+        # (gunicorn's NoMoreData or ChunkMissingTerminator, mod_wsgi's
+        # OSError, werkzeug's ClientDisconnected).
+        raise errors.BadRequest(INCOMPLETE_BODY) from None
+    if request.content_length is not None and (
+            len(raw) < request.content_length):
+        raise errors.BadRequest(INCOMPLETE_BODY)
     return raw
+
+
+def announces_body(request: werkzeug.Request) -> bool:
+    """Whether the request says it carries a body (Content-Length above
+    0, or chunked)."""
+    return bool(request.content_length
+                or request.headers.get('Transfer-Encoding'))
 
 
 def _not_a_json_number(name):

@@ -42,7 +42,7 @@ def write_retrying(fn: Callable[..., T], *args: Any) -> T:
         _gave_up(attempts)
         raise
     except Exception as exc:
-        if not db_engine.is_conflict(exc):
+        if not db_engine.is_conflict(exc) or db_engine.is_out_of_time(exc):
             raise
         _gave_up(attempts)
         raise exception.ConcurrentUpdate(exception.PROVIDER_CHANGED) from exc

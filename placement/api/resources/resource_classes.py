@@ -25,16 +25,16 @@ def _view(row):
     return {'name': row['name'], 'links': _link(row['name'])}
 
 
-# Upstream's words for what went wrong, per route (errors.As).
+# Upstream's words for what went wrong, per route (errors.As). A class
+# that exists already has no code of its own there (unlike a provider's
+# name): placement.undefined_code.
 _CREATE_ERRORS: errors.Wordings = {
     exception.Duplicate: errors.As(
-        errors.Conflict, 'Conflicting resource class already exists: {error}',
-        errors.DUPLICATE_NAME),
+        errors.Conflict, 'Conflicting resource class already exists: {error}'),
 }
 _RENAME_ERRORS: errors.Wordings = {
     exception.Duplicate: errors.As(
-        errors.Conflict, 'Resource class already exists: {error}',
-        errors.DUPLICATE_NAME),
+        errors.Conflict, 'Resource class already exists: {error}'),
 }
 _CANNOT_DELETE = 'Error in delete resource class: {error}'
 _DELETE_ERRORS: errors.Wordings = {

@@ -24,6 +24,13 @@ _CONNECT_TIMEOUT = 5
 IdReads = Sequence[tuple[Any, dict[str, Any]]]
 
 
+# Why a connection attempt failed (Backend.connect_failure).
+CONNECT_UNREACHABLE = 'unreachable'
+CONNECT_UNKNOWN_DATABASE = 'unknown database'
+CONNECT_CREDENTIALS = 'credentials'
+CONNECT_UNOPENABLE = 'unopenable'  # a database file
+
+
 class UnusableServer(Exception):
     """The database server is set up in a way placement cannot work with;
     the message says what to change."""
@@ -145,6 +152,17 @@ class Backend:
 
     def is_unstorable(self, orig: BaseException) -> bool | None:
         """Whether the server refused a value itself."""
+        return None
+
+    def is_schema_mismatch(self, orig: BaseException) -> bool | None:
+        """Whether a statement named a table or column the database does
+        not have."""
+        return None
+
+    def connect_failure(self, orig: BaseException) -> str | None:
+        """Why a connection attempt failed, as one of the CONNECT_*
+        kinds, or None if this is not its driver's failure to
+        connect."""
         return None
 
     def claim_write_lock(self, connection: sa.Connection) -> None:

@@ -63,6 +63,15 @@ _UNREACHABLE = {
     2003,  # can't connect to server
     2005,  # unknown host
 }
+# A connection refused for its user, password or grants.
+_CREDENTIALS = {
+    1044,  # access denied to the database
+    1045,  # access denied for the user (unknown user, wrong password)
+    1698,  # access denied (socket authentication)
+}
+_UNKNOWN_DATABASE = 1049
+# A statement naming a table or column the database does not have.
+_SCHEMA_MISMATCH = {1054, 1146}
 # Text the table's character set cannot hold (a utf8mb3 table adopted from
 # an old deployment refuses 4-byte UTF-8), or a value too big for a column.
 _UNSTORABLE = {1267, 1366, 1406, 1264}
@@ -174,6 +183,21 @@ class MySQL(base.Backend):
         big for the column."""
         code = _code(orig)
         return None if code is None else code in _UNSTORABLE
+
+    def is_schema_mismatch(self, orig: BaseException) -> bool | None:
+        """No such table (1146) or column (1054)."""
+        code = _code(orig)
+        return None if code is None else code in _SCHEMA_MISMATCH
+
+    def connect_failure(self, orig: BaseException) -> str | None:
+        code = _code(orig)
+        if code in _CREDENTIALS:
+            return base.CONNECT_CREDENTIALS
+        if code == _UNKNOWN_DATABASE:
+            return base.CONNECT_UNKNOWN_DATABASE
+        if code in _UNREACHABLE or code in _DISCONNECT:
+            return base.CONNECT_UNREACHABLE
+        return None
 
     @contextlib.contextmanager
     def migration_lock(self, connection: sa.Connection) -> Iterator[None]:

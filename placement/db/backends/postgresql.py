@@ -29,6 +29,15 @@ _TRANSIENT = {'40001', '40P01'} | _LOST  # serialization failure, deadlock
 # Class 08 (connection exception) plus: too many connections, starting up.
 _UNREACHABLE = {'53300', '57P03'}
 _CANCELED = '57014'
+# undefined_table, undefined_column.
+_SCHEMA_MISMATCH = {'42P01', '42703'}
+# What a refused connection's SQLSTATE, or without one (libpq's messages
+# carry none) its text, says.
+_CREDENTIALS = {'28000', '28P01'}
+_UNKNOWN_DATABASE = '3D000'
+_CREDENTIALS_TEXT = ('password authentication failed', 'no pg_hba.conf entry',
+                     'role "')
+_UNKNOWN_DATABASE_TEXT = 'database "'
 _MIGRATION_LOCK_KEY = 0x706c6163656d6e74  # arbitrary, constant across releases
 
 _STANDBY = sa.text('SELECT pg_is_in_recovery()')
@@ -105,6 +114,27 @@ class PostgreSQL(base.Backend):
         if not pgcode:
             return None
         return pgcode.startswith('08') or pgcode in _UNREACHABLE
+
+    def is_schema_mismatch(self, orig: BaseException) -> bool | None:
+        """No such table or column."""
+        pgcode = getattr(orig, 'pgcode', None)
+        return True if pgcode in _SCHEMA_MISMATCH else None
+
+    def connect_failure(self, orig: BaseException) -> str | None:
+        if type(orig).__module__.split('.')[0] != 'psycopg2':
+            return None
+        pgcode = getattr(orig, 'pgcode', None)
+        text = str(orig)
+        if pgcode in _CREDENTIALS or (not pgcode and any(
+                part in text for part in _CREDENTIALS_TEXT)):
+            return base.CONNECT_CREDENTIALS
+        if pgcode == _UNKNOWN_DATABASE or (
+                not pgcode and _UNKNOWN_DATABASE_TEXT in text
+                and 'does not exist' in text):
+            return base.CONNECT_UNKNOWN_DATABASE
+        if not pgcode or pgcode.startswith('08') or pgcode in _UNREACHABLE:
+            return base.CONNECT_UNREACHABLE
+        return None
 
     @contextlib.contextmanager
     def migration_lock(self, connection: sa.Connection) -> Iterator[None]:
