@@ -16,6 +16,7 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
+import math
 import operator
 from typing import Any
 from typing import Callable
@@ -108,6 +109,7 @@ class Universe:
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
         self._room: dict[tuple[int, int], int] = {}
+        self._spare: dict[int, dict[int, int]] = {}
 
     def add_inventories(self, rows: Iterable[sql.Inventory]) -> None:
         root, parent = self.root, self.parent
@@ -154,6 +156,34 @@ class Universe:
             return rows
         kept = self._kept.get(rc, 0)
         return rows[:kept] + rows[start:]
+
+    def scratch(self, providers: Iterable[int]) -> 'Universe':
+        """A universe with the same links (traits, aggregates, sharing,
+        tree shapes) holding copies of the rows of ``providers`` only,
+        whose usage ``take`` changes: placements tried in memory.
+        """
+        copy = Universe(self.requested_classes)
+        copy.root, copy.parent = self.root, self.parent
+        copy.traits, copy.trait_holders = self.traits, self.trait_holders
+        copy.aggregates, copy.sharing = self.aggregates, self.sharing
+        copy.share_anchors = self.share_anchors
+        copy._ancestry = self._ancestry
+        inventory = self.inventory
+        copy.add_inventories(
+            inventory[provider, rc] for provider in sorted(set(providers))
+            for rc in self.by_class if (provider, rc) in inventory)
+        return copy
+
+    def take(self, provider: int, rc: int, amount: int) -> None:
+        """Allocate ``amount`` of the row (provider, rc), in memory."""
+        key = (provider, rc)
+        inv = self.inventory[key]
+        taken = inv._replace(used=inv.used + amount)
+        self.inventory[key] = taken
+        rows = self.by_class[rc]
+        rows[rows.index(inv)] = taken
+        self._room.pop(key, None)
+        self._spare.pop(rc, None)
 
     def add_traits(self, rows: Iterable[Sequence[int]]) -> None:
         """(provider, trait, root) rows: who holds which trait."""
@@ -235,6 +265,16 @@ class Universe:
                 inv.max_unit)
         return room
 
+    def spare(self, rc: int) -> dict[int, int]:
+        """{provider: units of class ``rc`` it still has the capacity
+        for}, by the checks ``times`` makes (kept: usage does not change
+        in a universe but in a scratch copy, whose ``take`` drops it)."""
+        found = self._spare.get(rc)
+        if found is None:
+            found = self._spare[rc] = {inv.provider: times(inv, 1)
+                                       for inv in self.by_class.get(rc, ())}
+        return found
+
     def missing_links(self, providers: Iterable[int]) -> set[int]:
         """Providers on the way up from ``providers`` whose parent is not
         known yet.
@@ -262,6 +302,26 @@ class Universe:
                 parent = self.parent.get(parent)
             self._ancestry[provider] = found
         return found
+
+
+def times(inv: sql.Inventory, amount: int, largest: int | None = None
+          ) -> int:
+    """How many requests of ``amount``, one after the other, an inventory
+    still has the capacity for, by the checks options and walks make as
+    usage grows by ``amount`` each time: ``Universe.fitting`` (the
+    database's arithmetic) of each slot's own amount, the largest of
+    which is ``largest`` when several slots draw ``amount`` between them
+    (by default one slot draws it all), and ``Universe.room`` (the
+    write's) of ``amount``. Units and steps do not change with usage.
+    """
+    if largest is None:
+        largest = amount
+    first = (math.floor((inv.total - inv.reserved) * inv.sql_ratio)
+             - inv.used - largest)
+    if first < 0:
+        return 0
+    usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+    return min(first // amount + 1, max(0, usable - inv.used) // amount)
 
 
 def refusals(inv: sql.Inventory, amount: int) -> list[str]:
@@ -389,8 +449,8 @@ def spread_options(universe: Universe, need: Need,
     anchors_ok: dict[int, bool] = {}
     by_class = {}
     for rc, amount in need.resources:
-        options: collections.defaultdict[int, dict[int, None]] = (
-            collections.defaultdict(dict))
+        options: collections.defaultdict[int, list[int]] = (
+            collections.defaultdict(list))
         for inv in universe.fitting(rc, amount, need.tree):
             provider = inv.provider
             if provider in excluded:
@@ -399,9 +459,14 @@ def spread_options(universe: Universe, need: Need,
                     forbidden_aggs):
                 continue
             member = not member_of or provider in members
-            anchors = (inv.root,)
+            root = inv.root
+            anchors: tuple[int, ...] = (root,)
             if spreads and member and provider in sharing:
-                anchors += tuple(sorted(share_anchors[provider]))
+                # A row per provider and class: each anchor lists a
+                # provider once, its own tree's among the served.
+                anchors += tuple(anchor
+                                 for anchor in sorted(share_anchors[provider])
+                                 if anchor != root)
             for anchor in anchors:
                 ok = anchors_ok.get(anchor)
                 if ok is None:
@@ -409,9 +474,11 @@ def spread_options(universe: Universe, need: Need,
                         forbidden_aggs and aggregates.get(anchor, _NONE)
                         & forbidden_aggs)
                 if ok and (member or anchor in members):
-                    options[anchor][provider] = None
-        by_class[rc] = {anchor: sorted(providers)
-                        for anchor, providers in options.items()}
+                    options[anchor].append(provider)
+        for providers in options.values():
+            if len(providers) > 1:
+                providers.sort()
+        by_class[rc] = dict(options)
     return by_class
 
 
@@ -484,6 +551,11 @@ class Plan:
         sets = [set(self.options[level]) for level in levels]
         return sorted(set.intersection(*sets)) if sets else []
 
+    def walker(self) -> '_Walk':
+        """A walk over every slot, for callers that look at the anchors
+        one by one (``_Walk.every_combination``, ``_Walk.first``)."""
+        return _Walk(self, range(len(self.slots)))
+
     def group_has_options(self, index: int) -> bool:
         """Whether group ``index`` alone finds something somewhere (its
         traits included), ignoring the other groups.
@@ -495,15 +567,18 @@ class Plan:
                    for anchor in self._common_anchors(levels))
 
     def candidates(self, breadth_first: bool = False,
-                   seen: set[tuple[int, ...]] | None = None
+                   seen: set[tuple[int, ...]] | None = None,
+                   anchors: Iterable[int] | None = None,
                    ) -> Iterator[tuple[int, tuple[int, ...]]]:
-        """Every candidate as (anchor, providers per slot), lazily; a
-        candidate reachable from several anchors (only possible with
-        sharing providers alone) comes once, also across the plans that
-        share the set ``seen``.
+        """Every candidate as (anchor, providers per slot), lazily, or
+        those of ``anchors`` (in order, among the plan's); a candidate
+        reachable from several anchors (only possible with sharing
+        providers alone) comes once, also across the plans that share the
+        set ``seen``.
         """
         walk = _Walk(self, range(len(self.slots)))
-        walks = (walk.walk(anchor) for anchor in self.anchors)
+        walks = (walk.walk(anchor)
+                 for anchor in (self.anchors if anchors is None else anchors))
         if breadth_first:
             stream = _round_robin(walks)
         else:
@@ -517,6 +592,33 @@ class Plan:
                     continue
                 seen.add(chosen)
             yield anchor, chosen
+
+    def fits(self, chosen: Sequence[int],
+             universe: Universe | None = None) -> bool:
+        """Whether candidate ``chosen`` (providers per slot), made
+        earlier, still fits the usage of ``universe`` (by default the
+        plan's; else a ``Universe.scratch`` of it that placements
+        changed): its capacity checked as options (``Universe.fitting``,
+        ``_drop_overdrawn``) and walks (the room of classes several slots
+        draw on) check it. Units, steps, traits, isolation and subtrees
+        do not change with usage.
+        """
+        universe = universe or self.universe
+        inventory = universe.inventory
+        drawn: collections.Counter[tuple[int, int]] = collections.Counter()
+        for provider, amounts in zip(chosen, self.slot_amounts):
+            for rc, amount in amounts:
+                inv = inventory[provider, rc]
+                if (inv.used + amount
+                        > (inv.total - inv.reserved) * inv.sql_ratio):
+                    return False
+                if rc in self.shared:
+                    drawn[provider, rc] += amount
+                elif universe.ratios_differ and amount > universe.room(
+                        provider, rc):
+                    return False
+        return all(amount <= universe.room(*key)
+                   for key, amount in drawn.items())
 
     def _amounts(self, slot):
         """(rc, amount) that the provider chosen for ``slot`` gives."""
@@ -561,7 +663,8 @@ class Plan:
             return allocations, mappings
         return shape
 
-    def most_room_first(self, chosen: list[tuple[int, tuple[int, ...]]]
+    def most_room_first(self, chosen: list[tuple[int, tuple[int, ...]]],
+                        universe: Universe | None = None
                         ) -> list[tuple[int, tuple[int, ...]]]:
         """``chosen`` (anchor, providers per slot) with the candidates
         that leave their providers the most room first; ties keep their
@@ -573,9 +676,10 @@ class Plan:
         would answer all but one of them with a 409. Room is the share of
         each inventory's capacity a candidate leaves, summed over what it
         takes (a slot taking from a provider another slot takes from too
-        is judged on its own amount).
+        is judged on its own amount). The usage is that of ``universe``
+        (as for ``fits``).
         """
-        inventory = self.universe.inventory
+        inventory = (universe or self.universe).inventory
         keys = [0.0] * len(chosen)
         for level, amounts in enumerate(self.slot_amounts):
             for rc, amount in amounts:
@@ -667,7 +771,7 @@ class _Walk:
         # Holders of each any-of set of them, once asked.
         self._having: list[set[int]] | None = None
 
-    def _each_has_traits(self, options):
+    def each_has_traits(self, options):
         """Whether, for each any-of set of the unsuffixed group's traits,
         every option of one of its slots has one of them: then so has
         every combination."""
@@ -686,6 +790,21 @@ class _Walk:
                 return False
         return True
 
+    def every_combination(self, anchor: int) -> bool:
+        """Whether every combination of ``anchor``'s options is a
+        candidate: nothing ties its slots together there (the shortcut
+        ``walk`` takes)."""
+        if self.combined and not self.plan.nested:
+            return False
+        return self.independent or self.traits_only and self.each_has_traits(
+            [self.plan.options[level][anchor] for level in self.levels])
+
+    def first(self, anchor: int) -> tuple[int, ...] | None:
+        """The first candidate anchored at ``anchor`` (providers per
+        slot), if any."""
+        found = next(self.walk(anchor), None)
+        return None if found is None else found[1]
+
     def walk(self, anchor: int) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Yield (anchor, chosen) for every viable combination; nothing
         is prepared before the first one is asked for. Iterative, so that
@@ -699,7 +818,7 @@ class _Walk:
         one_per_tree = self.combined and not plan.nested
         # Product tuples, or below the list of providers chosen so far.
         chosen: tuple[int, ...] | list[Any]
-        if (self.independent or self.traits_only and self._each_has_traits(
+        if (self.independent or self.traits_only and self.each_has_traits(
                 options)) and not one_per_tree:
             # The same order as the walk below: the last slot turns fastest.
             for chosen in itertools.product(*options):

@@ -1400,6 +1400,8 @@ QUERY_ENDPOINTS = [
         ('limit', '1')], _candidate_values, extra_keys=('resources1',)),
     QueryEndpoint('/x-explain/allocation_candidates', '1.39',
                   _candidate_query, _candidate_values),
+    QueryEndpoint('/x-capacity/allocation_candidates', '1.39',
+                  _candidate_query, _candidate_values),
     QueryEndpoint('/x-openapi.json', '1.39', lambda s: [
         ('microversion', '1.39')], lambda s: {
             'microversion': ['1.0', '1.39', 'latest', '1.40', '']}),

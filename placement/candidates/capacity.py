@@ -1,0 +1,732 @@
+"""How many more instances of a flavour fit right now, and where.
+
+A flavour is a name and the query string of GET /allocation_candidates,
+parsed into a ``request.Request``. ``count(conn, flavours)`` answers, for
+each, how many instances fit in total, per root provider (host) and per
+aggregate, and which resource class runs out first; and, over all of
+them, the capacity stranded on hosts where none of them fits, the usage
+per class and the fullest hosts. The count is that of a scheduler placing
+instances one by one, each on the FIRST candidate GET
+/allocation_candidates would return (no limit, not randomized: the one
+``engine.Plan.most_room_first`` puts first), until none is left. Every
+constraint is the engine's own: its options, walks and arithmetic over
+one universe of rows read once for all the flavours.
+
+How each count is obtained (``method``):
+
+* ``exact``: a host whose candidates use no sharing provider is on its
+  own. When every combination of its options is a candidate (nothing
+  ties the slots together), each slot draws on its own rows, so the
+  count is the least, over its slots, of what their options can give one
+  after the other (``engine.times``), in whatever order. When its slots
+  are tied (group isolation, same_subtree, classes several slots share)
+  but all its candidates take the same amounts from the same rows (one
+  candidate; alike groups on alike NUMA nodes), usage grows the same
+  whichever is placed: the count is that of the candidate that fits the
+  longest. Sharing providers that one slot of every host of a group
+  draws on alike (a disk shared through an aggregate) are a pool: the
+  group's total is the least of its hosts' sum and the pool, and the
+  hosts' counts are exact while the pool does not bind. None of this
+  lists candidates; a host without any is found by one step of a walk.
+* ``placed one by one``: anything else (a host whose candidates take
+  differently; hosts competing for sharing providers otherwise) is
+  placed in memory: the candidates of the hosts that compete are made
+  once, and each step takes the first of those that still fit
+  (``engine.Plan.fits``) as most_room_first orders them, in a scratch
+  copy of their rows. A binding pool spreads its total over its hosts
+  that way too, in the order of their own rows' room (the pool's share
+  of the room being the same for all): that split, not the total, is
+  then "placed one by one".
+
+The answer as JSON (``Answer.as_dict``)::
+
+    {"flavours": [{"name": str, "query": str,
+                   "fit": int,                 # instances that fit in all
+                   "method": "exact" | "placed one by one",
+                   "limited_by": str | null,   # class binding the most
+                   "hosts_with_room": int,     # hosts where >= 1 fits
+                   "hosts": [{"uuid", "name", "fit", "limited_by",
+                              "method"}],      # most fit first (cut)
+                   "aggregates": [{"uuid", "fit"}]}],
+     "stranded": [{"resource_class": str, "free": int, "hosts": int}],
+     "usage": [{"resource_class": str, "capacity": int, "used": int,
+                "aggregates": [{"uuid", "capacity", "used"}]}],
+     "fullest_hosts": [{"uuid", "name", "resource_class", "capacity",
+                        "used"}]}
+
+``fit`` of a flavour is the sum of its hosts'; ``aggregates`` gives the
+sum over the root providers that are members of each aggregate of which
+some root is a member. ``limited_by`` of a host is the class of which it
+runs out first; of a flavour, the class that bound the most of its
+instances. ``stranded`` is, per class the flavours ask for, the free
+capacity of the hosts (roots, sharing providers left out) where none of
+them fits once, and how many hosts have some. ``usage`` covers the
+classes the flavours ask for, over every provider (capacity as
+(total - reserved) * allocation_ratio, rounded down, summed), and per
+aggregate over the trees of the roots that are its members;
+``fullest_hosts`` ranks the hosts by the largest share used of one of
+those classes.
+"""
+import collections
+import dataclasses
+import heapq
+from typing import Any
+from typing import Iterable
+from typing import Sequence
+
+import sqlalchemy as sa
+
+from placement import candidates
+from placement import exception
+from placement.candidates import engine
+from placement.candidates import loading
+from placement.candidates import request as request_model
+from placement.candidates import sql
+from placement.db import inventory as inventory_db
+from placement.db import watchdog
+
+EXACT = 'exact'
+PLACED = 'placed one by one'
+
+# Hosts ``fullest_hosts`` ranks.
+FULLEST = 10
+
+
+@dataclasses.dataclass
+class Flavour:
+    name: str
+    # The query string as given, and as parsed.
+    query: str
+    request: request_model.Request
+
+
+@dataclasses.dataclass(slots=True)
+class HostFit:
+    root: int
+    fit: int
+    limited_by: str | None
+    method: str
+    uuid: str = ''
+    name: str = ''
+
+
+@dataclasses.dataclass
+class FlavourFit:
+    name: str
+    query: str
+    fit: int
+    method: str
+    limited_by: str | None
+    hosts_with_room: int
+    # Those with room, most fit first, cut to the number asked for.
+    hosts: list[HostFit]
+    aggregates: list[tuple[str, int]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            'name': self.name, 'query': self.query, 'fit': self.fit,
+            'method': self.method, 'limited_by': self.limited_by,
+            'hosts_with_room': self.hosts_with_room,
+            'hosts': [{'uuid': host.uuid, 'name': host.name,
+                       'fit': host.fit, 'limited_by': host.limited_by,
+                       'method': host.method} for host in self.hosts],
+            'aggregates': [{'uuid': uuid, 'fit': fit}
+                           for uuid, fit in self.aggregates]}
+
+
+@dataclasses.dataclass
+class Answer:
+    flavours: list[FlavourFit]
+    # (class, free, hosts)
+    stranded: list[tuple[str, int, int]]
+    # (class, capacity, used, [(aggregate uuid, capacity, used)])
+    usage: list[tuple[str, int, int, list[tuple[str, int, int]]]]
+    # (uuid, name, class, capacity, used)
+    fullest_hosts: list[tuple[str, str, str, int, int]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            'flavours': [flavour.as_dict() for flavour in self.flavours],
+            'stranded': [{'resource_class': rc, 'free': free, 'hosts': hosts}
+                         for rc, free, hosts in self.stranded],
+            'usage': [{'resource_class': rc, 'capacity': capacity,
+                       'used': used,
+                       'aggregates': [{'uuid': uuid, 'capacity': agg_cap,
+                                       'used': agg_used}
+                                      for uuid, agg_cap, agg_used in aggs]}
+                      for rc, capacity, used, aggs in self.usage],
+            'fullest_hosts': [{'uuid': uuid, 'name': name,
+                               'resource_class': rc, 'capacity': capacity,
+                               'used': used}
+                              for uuid, name, rc, capacity, used
+                              in self.fullest_hosts]}
+
+
+def count(conn: sa.Connection, flavours: Sequence[Flavour],
+          hosts_listed: int | None = None) -> Answer:
+    """The answer for ``flavours``; each lists at most ``hosts_listed``
+    hosts (None: all with room).
+
+    Raises exception.Invalid, with GET /allocation_candidates' message,
+    for a flavour naming an unknown resource class or trait, as that
+    endpoint would.
+    """
+    with candidates.gc_paused():
+        return _count(conn, flavours, hosts_listed)
+
+
+def _count(conn, flavours, hosts_listed):
+    resolved = [_resolve(conn, flavour) for flavour in flavours]
+    universe, class_names = _load(conn, flavours, resolved)
+    memberships = collections.defaultdict(list)
+    for root, aggregate in sql.root_aggregates(conn):
+        memberships[root].append(aggregate)
+    # Each flavour's hosts are summed up as soon as counted: only those
+    # listed are kept, and the hosts some flavour fits on.
+    roomy: set[int] = set()
+    answers = []
+    for flavour, (names, needs) in zip(flavours, resolved):
+        hosts, placed = {}, False
+        if needs is not None:
+            counter = _Counter(conn, universe, flavour.request, names,
+                               needs, class_names)
+            hosts, placed = counter.hosts(), counter.placed
+        roomy.update(hosts)
+        answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
+                                    memberships))
+    trees = _trees(universe)
+    fullest = _fullest(trees, class_names)
+    names_of = sql.provider_names(conn, {
+        host.root for answer in answers for host in answer.hosts} | {
+        root for root, _rc, _capacity, _used in fullest})
+    for answer in answers:
+        for host in answer.hosts:
+            host.uuid, host.name = names_of[host.root]
+    return Answer(
+        answers, _stranded(trees, roomy, class_names),
+        _usage(universe, memberships, class_names),
+        [(*names_of[root], rc, capacity, used)
+         for root, rc, capacity, used in fullest])
+
+
+def _resolve(conn, flavour):
+    """(names, needs) of a flavour's request; needs None when it finds
+    nothing before looking at any capacity (as GET
+    /allocation_candidates). A named flavour's refusal names it."""
+    try:
+        return candidates.resolve(conn, flavour.request)
+    except exception.Invalid as exc:
+        if not flavour.name:
+            raise
+        raise exception.Invalid(named(flavour.name, str(exc))) from None
+
+
+def named(name: str, message: str) -> str:
+    """A refusal's ``message`` about the flavour ``name``."""
+    return 'Flavour %s: %s' % (name, message)
+
+
+def _load(conn, flavours, resolved):
+    """One universe for every flavour: all rows of the classes they ask
+    for, who holds the traits and is in the aggregates they name, which
+    trees sharing providers serve; and {class id: name}.
+    """
+    merged = sql.Names({}, {}, {}, {})
+    links: list[engine.Need] = []
+    classes: set[int] = set()
+    root_traits: set[str] = set()
+    for flavour, (names, needs) in zip(flavours, resolved):
+        for mine, all_of in zip(names, merged):
+            all_of.update(mine)
+        if needs is not None:
+            classes.update(rc for need in needs for rc, _ in need.resources)
+            # The rows are read below, of every tree.
+            links += [dataclasses.replace(need, resources=(), tree=None)
+                      for need in needs]
+            root_traits |= (flavour.request.root_required
+                            | flavour.request.root_forbidden)
+    together = request_model.Request(groups=[], root_required=root_traits)
+    universe = loading.load_universe(conn, together, links, merged)
+    universe.requested_classes = classes
+    _read_rows(conn, universe)
+    return universe, {ident: name for name, ident in merged.classes.items()}
+
+
+# Trees whose rows are read at a time.
+TREES_A_READ = 10000
+
+
+def _read_rows(conn, universe):
+    """Every row of the universe's classes, a batch of trees at a time,
+    their values shared between rows: at 100,000 nodes the rows take
+    half the memory they would read at once, values repeated."""
+    if not universe.requested_classes:
+        return
+    # Apart: an int and a float that compare equal are not the same value.
+    numbers: dict[int, int] = {}
+    ratios: dict[float, float] = {}
+    after = -1
+    while True:
+        roots = sql.usable_roots(conn, None, after, TREES_A_READ)
+        if not roots:
+            return
+        number, ratio = numbers.setdefault, ratios.setdefault
+        universe.add_inventories([
+            sql.Inventory(provider, rc, provider if root == provider
+                          else root, parent, number(total, total),
+                          number(reserved, reserved), ratio(share, share),
+                          ratio(sql_share, sql_share),
+                          number(min_unit, min_unit),
+                          number(max_unit, max_unit), number(step, step),
+                          number(used, used))
+            for (provider, rc, root, parent, total, reserved, share,
+                 sql_share, min_unit, max_unit, step, used)
+            in sql.inventories(conn, universe.requested_classes,
+                               roots=roots)])
+        after = roots[-1]
+
+
+class _Counter:
+    """The hosts of one flavour with their counts."""
+
+    def __init__(self, conn, universe, request, names, needs, class_names):
+        self.universe = universe
+        self.class_names = class_names
+        self.plan = engine.Plan(
+            universe, needs, loading.anchor_filter(request, names, universe),
+            isolate=request.isolate, same_subtrees=request.same_subtrees,
+            nested=request.nested)
+        if request.same_subtrees:
+            loading.load_ancestry(conn, self.plan)
+        self.walk = self.plan.walker()
+        self.found: dict[int, HostFit] = {}
+        # Whether some host was placed one by one.
+        self.placed = False
+
+    def hosts(self) -> dict[int, HostFit]:
+        """{root id: HostFit} of the hosts where an instance fits."""
+        plan, sharing, walk = self.plan, self.universe.sharing, self.walk
+        # Union-find over the anchors whose options hold sharing
+        # providers, and those providers.
+        leader: dict[tuple[str, int], tuple[str, int]] = {}
+        anchor_set = set(plan.anchors)
+        for provider in sharing:
+            # A sharing provider is an option of its own tree's anchor
+            # and of those it serves, if of any.
+            served = self.universe.share_anchors.get(provider, set()) | {
+                self.universe.root[provider]}
+            for anchor in served & anchor_set:
+                if any(provider in options[anchor]
+                       for options in plan.options):
+                    leader.setdefault(('anchor', anchor), ('anchor', anchor))
+                    _union(leader, ('anchor', anchor), ('sharing', provider))
+        free: list[int] = []
+        tied: list[int] = []
+        for anchor in plan.anchors:
+            if ('anchor', anchor) not in leader:
+                (free if walk.every_combination(anchor) else tied).append(
+                    anchor)
+        for anchor, room in self._rooms(free).items():
+            self._note(anchor, room, EXACT)
+        for number, anchor in enumerate(tied, 1):
+            if not number % 1024:
+                watchdog.check()
+            self._tied(anchor)
+        groups = collections.defaultdict(list)
+        for node in leader:
+            if node[0] == 'anchor':
+                groups[_find(leader, node)].append(node[1])
+        for anchors in groups.values():
+            self._competing(sorted(anchors))
+        return self.found
+
+    def _note(self, anchor, room, method):
+        """Host ``anchor`` takes room[0] instances, limited by the class
+        of id room[1] (None: nothing). Only hosts with room are kept."""
+        fit, limited_by = room
+        if method == PLACED:
+            self.placed = True
+        if not fit:
+            return
+        self.found[anchor] = HostFit(
+            anchor, fit,
+            None if limited_by is None else self.class_names[limited_by],
+            method)
+
+    def _tied(self, anchor):
+        """A host no other host competes with, whose slots are tied
+        together. When all its candidates take the same amounts from the
+        same rows (one candidate; groups alike on alike providers), usage
+        grows alike whichever is placed: the count is that of the one
+        that fits the longest. Else placed one by one.
+        """
+        found = list(self.walk.walk(anchor))
+        takings = {frozenset(self._taking(chosen).items())
+                   for _anchor, chosen in found}
+        if len(takings) > 1:
+            self._place([anchor], found)
+        else:
+            self._note(anchor, max(
+                (self._candidate_room(chosen) for _anchor, chosen in found),
+                default=(0, None)), EXACT)
+
+    def _rooms(self, anchors, levels=None):
+        """{anchor: (instances, binding class)} of anchors every
+        combination of whose options is a candidate: the least over
+        their slots (or those of ``levels``) of what the slot's options
+        can give one after the other, in any order; (None, None) where
+        the slots take nothing."""
+        plan = self.plan
+        rooms: dict[int, tuple[Any, Any]] = dict.fromkeys(
+            anchors, (None, None))
+        for level in range(len(plan.slots)) if levels is None else levels:
+            amounts = plan.slot_amounts[level]
+            options = plan.options[level]
+            if len(amounts) == 1:
+                (rc, amount), = amounts
+                spare = self.universe.spare(rc)
+                for anchor in anchors:
+                    providers = options[anchor]
+                    fit = (spare[providers[0]] // amount
+                           if len(providers) == 1 else
+                           sum([spare[provider] // amount
+                                for provider in providers]))
+                    least = rooms[anchor][0]
+                    if least is None or fit < least:
+                        rooms[anchor] = (fit, rc)
+                continue
+            for anchor in anchors:
+                room = self._level_room(amounts, options[anchor])
+                least = rooms[anchor][0]
+                if room is not None and (least is None or room[0] < least):
+                    rooms[anchor] = room
+        return rooms
+
+    def _level_room(self, amounts, providers):
+        """(instances, binding class) that a slot of several ``amounts``
+        (none: None) can still take from ``providers``, one after the
+        other, in any order."""
+        if not amounts:
+            return None
+        inventory = self.universe.inventory
+        total = 0
+        by_class: collections.Counter = collections.Counter()
+        for provider in providers:
+            each = {rc: engine.times(inventory[provider, rc], amount)
+                    for rc, amount in amounts}
+            total += min(each.values())
+            by_class.update(each)
+        return total, min(by_class, key=lambda rc: (by_class[rc], rc))
+
+    def _taking(self, chosen):
+        """{(provider, class): (amount, largest slot's amount)} that
+        candidate ``chosen`` takes."""
+        taking: dict[tuple[int, int], tuple[int, int]] = {}
+        for provider, amounts in zip(chosen, self.plan.slot_amounts):
+            for rc, amount in amounts:
+                total, largest = taking.get((provider, rc), (0, 0))
+                taking[provider, rc] = (total + amount, max(largest, amount))
+        return taking
+
+    def _candidate_room(self, chosen, universe=None):
+        """(instances, binding class) of one candidate taken again and
+        again (from the rows of ``universe``, by default the counter's).
+        """
+        inventory = (universe or self.universe).inventory
+        return min((engine.times(inventory[key], amount, largest), key[1])
+                   for key, (amount, largest)
+                   in self._taking(chosen).items())
+
+    def _competing(self, anchors):
+        """Hosts that share providers: a pool when they can, else placed
+        one by one."""
+        walk = self.walk
+        kept = []
+        for anchor in anchors:
+            if walk.every_combination(anchor) or walk.first(anchor):
+                kept.append(anchor)
+            else:
+                # Never a candidate here: options only shrink.
+                self._note(anchor, (0, None), EXACT)
+        if len(kept) == 1:
+            # Sharing providers no other host uses.
+            if walk.every_combination(kept[0]):
+                self._note(kept[0], self._rooms(kept)[kept[0]], EXACT)
+            else:
+                self._tied(kept[0])
+        elif kept and not self._pooled(kept):
+            self._place(kept)
+
+    def _pooled(self, anchors):
+        """Count ``anchors`` whose every combination of options is a
+        candidate and whose slots either draw on the same options for all
+        (the pool) or on options no other of them has; whether they do.
+        """
+        plan = self.plan
+        if not all(self.walk.every_combination(a) for a in anchors):
+            return False
+        common, private = [], []
+        users: collections.Counter = collections.Counter()
+        for anchor in anchors:
+            users.update({provider for level in range(len(plan.slots))
+                          for provider in plan.options[level][anchor]})
+        for level in range(len(plan.slots)):
+            options = [plan.options[level][anchor] for anchor in anchors]
+            if all(option == options[0] for option in options):
+                common.append(level)
+            elif all(users[provider] == 1 for option in options
+                     for provider in option):
+                private.append(level)
+            else:
+                return False
+        pool = self._rooms([anchors[0]], common)[anchors[0]]
+        if not private:
+            # Sharing providers only: the same candidates for every anchor,
+            # which GET /allocation_candidates gives once, at the first.
+            self._note(anchors[0], pool, EXACT)
+            for anchor in anchors[1:]:
+                self._note(anchor, (0, None), EXACT)
+            return True
+        own = self._rooms(anchors, private)
+        if any(fit is None for fit, _rc in own.values()):
+            return False
+        hosts_sum = sum(fit for fit, _rc in own.values())
+        if pool[0] is None or hosts_sum <= pool[0]:
+            for anchor, room in own.items():
+                self._note(anchor, room, EXACT)
+            return True
+        for anchor, fit in self._spread(anchors, private, pool[0]).items():
+            self._note(anchor, (fit, pool[1] if fit < own[anchor][0]
+                                 else own[anchor][1]), PLACED)
+        return True
+
+    def _spread(self, anchors, private, instances):
+        """How the pool's ``instances`` fall on ``anchors``, placed one by
+        one on the anchor whose own rows are left the most room (as
+        most_room_first would, the pool's share being the same for all).
+        """
+        scratch = self.universe.scratch(
+            provider for anchor in anchors for level in private
+            for provider in self.plan.options[level][anchor])
+        inventory = scratch.inventory
+        amounts = self.plan.slot_amounts
+
+        def left(provider, level):
+            share = 0.0
+            for rc, amount in amounts[level]:
+                inv = inventory[provider, rc]
+                usable = (inv.total - inv.reserved) * inv.ratio
+                share += ((usable - inv.used - amount) / usable
+                          if usable > 0 else 0.0)
+            return share
+
+        def best(anchor):
+            """(key, providers per private level) or None when full."""
+            key, chosen = 0.0, []
+            for level in private:
+                usable = [p for p in self.plan.options[level][anchor]
+                          if all(engine.times(inventory[p, rc], amount)
+                                 for rc, amount in amounts[level])]
+                if not usable:
+                    return None
+                provider = max(usable, key=lambda p: left(p, level))
+                key += left(provider, level)
+                chosen.append(provider)
+            return key, chosen
+
+        placed = dict.fromkeys(anchors, 0)
+        heap = []
+        for order, anchor in enumerate(anchors):
+            found = best(anchor)
+            if found is not None:
+                heap.append((-found[0], order, anchor, found[1]))
+        heapq.heapify(heap)
+        while heap and instances:
+            _key, order, anchor, chosen = heapq.heappop(heap)
+            for level, provider in zip(private, chosen):
+                for rc, amount in amounts[level]:
+                    scratch.take(provider, rc, amount)
+            placed[anchor] += 1
+            instances -= 1
+            found = best(anchor)
+            if found is not None:
+                heapq.heappush(heap, (-found[0], order, anchor, found[1]))
+        return placed
+
+    def _place(self, anchors, candidates=None):
+        """Place instances one by one on the hosts ``anchors`` (and the
+        sharing providers they use), each on the first candidate as
+        GET /allocation_candidates orders them, until none is left.
+
+        Their candidates (``candidates`` when made already) are made
+        once, and their usage changed in a scratch copy of their rows:
+        the candidates of a later state are those that still fit it
+        (Plan.fits).
+        """
+        plan = self.plan
+        scratch = self.universe.scratch(
+            provider for anchor in anchors
+            for level in range(len(plan.slots))
+            for provider in plan.options[level][anchor])
+        left = (list(plan.candidates(anchors=anchors)) if candidates is None
+                else candidates)
+        placed = dict.fromkeys(anchors, 0)
+        last: dict[int, tuple[int, ...]] = {}
+        while True:
+            watchdog.check()
+            left = [item for item in left if plan.fits(item[1], scratch)]
+            if not left:
+                break
+            anchor, first = plan.most_room_first(left, scratch)[0]
+            for provider, amounts in zip(first, plan.slot_amounts):
+                for rc, amount in amounts:
+                    scratch.take(provider, rc, amount)
+            placed[anchor] += 1
+            last[anchor] = first
+        for anchor in anchors:
+            limited_by = None
+            if anchor in last:
+                limited_by = self._candidate_room(last[anchor], scratch)[1]
+            self._note(anchor, (placed[anchor], limited_by), PLACED)
+
+def _union(leader, first, second):
+    leader.setdefault(second, second)
+    leader[_find(leader, first)] = _find(leader, second)
+
+
+def _find(leader, node):
+    while leader[node] != node:
+        leader[node] = leader[leader[node]]
+        node = leader[node]
+    return node
+
+
+def _flavour_fit(flavour, hosts, placed, hosts_listed, memberships):
+    """The FlavourFit of ``hosts`` ({root: HostFit} with room; some host
+    ``placed`` one by one or not), listing the ``hosts_listed`` with the
+    most room (None: all)."""
+    fit = sum(host.fit for host in hosts.values())
+    method = PLACED if placed else EXACT
+    binding: collections.Counter = collections.Counter()
+    by_aggregate: collections.Counter = collections.Counter()
+    for host in hosts.values():
+        if host.limited_by is not None:
+            binding[host.limited_by] += host.fit
+        for aggregate in memberships.get(host.root, ()):
+            by_aggregate[aggregate] += host.fit
+    aggregates = {aggregate for held in memberships.values()
+                  for aggregate in held}
+    limited_by = (min(binding, key=lambda rc: (-binding[rc], rc))
+                  if binding else None)
+    with_room = list(hosts.values())
+    shown = (sorted(with_room, key=_most_room) if hosts_listed is None
+             else heapq.nsmallest(hosts_listed, with_room, key=_most_room))
+    return FlavourFit(
+        flavour.name, flavour.query, fit, method, limited_by,
+        len(with_room), shown,
+        [(aggregate, by_aggregate[aggregate])
+         for aggregate in sorted(aggregates)])
+
+
+def _most_room(host):
+    """Hosts with the most room first, then in id order."""
+    return -host.fit, host.root
+
+
+def _trees(universe):
+    """{root: [rows]} of the hosts (roots that are not sharing
+    providers) among the universe's rows."""
+    trees = collections.defaultdict(list)
+    sharing = universe.sharing
+    for inv in universe.inventory.values():
+        if inv.root not in sharing:
+            trees[inv.root].append(inv)
+    return trees
+
+
+def _free(inv):
+    return max(0, inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+               - inv.used)
+
+
+def _stranded(trees, roomy, class_names):
+    """(class, free, hosts) over the hosts (``trees``: _trees) where no
+    flavour fits once (not in ``roomy``)."""
+    free: collections.Counter = collections.Counter()
+    holders: dict[int, set[int]] = collections.defaultdict(set)
+    for root, rows in trees.items():
+        if root in roomy:
+            continue
+        for inv in rows:
+            spare = _free(inv)
+            if spare:
+                free[inv.rc] += spare
+                holders[inv.rc].add(root)
+    return sorted((class_names[rc], free[rc], len(holders[rc]))
+                  for rc in free)
+
+
+def _usage(universe, memberships, class_names):
+    """(class, capacity, used, [(aggregate, capacity, used)]) of the
+    classes the universe holds; an aggregate's, over the trees of its
+    member roots."""
+    capacity: collections.Counter = collections.Counter()
+    used: collections.Counter = collections.Counter()
+    by_aggregate: collections.defaultdict = collections.defaultdict(
+        lambda: [0, 0])
+    for inv in universe.inventory.values():
+        usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+        capacity[inv.rc] += usable
+        used[inv.rc] += inv.used
+        for aggregate in memberships.get(inv.root, ()):
+            sums = by_aggregate[inv.rc, aggregate]
+            sums[0] += usable
+            sums[1] += inv.used
+    aggregates = collections.defaultdict(list)
+    for (rc, aggregate), (usable, taken) in sorted(by_aggregate.items()):
+        aggregates[rc].append((aggregate, usable, taken))
+    return sorted((class_names[rc], capacity[rc], used[rc], aggregates[rc])
+                  for rc in capacity)
+
+
+def _fullest(trees, class_names):
+    """(root, class, capacity, used) of the FULLEST hosts with the largest
+    share used of a class, that class summed over the tree."""
+    ranked = []
+    for root, rows in trees.items():
+        capacity: collections.Counter = collections.Counter()
+        used: collections.Counter = collections.Counter()
+        for inv in rows:
+            capacity[inv.rc] += inventory_db.capacity(
+                inv.total, inv.reserved, inv.ratio)
+            used[inv.rc] += inv.used
+        share, rc = max(((used[rc] / capacity[rc] if capacity[rc] > 0
+                          else 1.0), rc) for rc in capacity)
+        ranked.append((-share, root, rc, capacity[rc], used[rc]))
+    return [(root, class_names[rc], capacity, used)
+            for _share, root, rc, capacity, used
+            in heapq.nsmallest(FULLEST, ranked)]
+
+
+def flavours_from_lines(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, query string) of a flavours file: one a line, the name,
+    blanks, the query string; blank lines and '#' comments skipped.
+
+    Raises ValueError naming the line of one without a query string or
+    of a name given twice.
+    """
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise ValueError('line %d: expected a name and a query string'
+                             % number)
+        name, query = parts
+        if name in found:
+            raise ValueError('line %d: flavour %s given twice'
+                             % (number, name))
+        found[name] = query.strip()
+    return list(found.items())
