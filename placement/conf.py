@@ -306,6 +306,33 @@ healthcheck_opts = [
              'back. Unset: never disabled.'),
 ]
 
+capacity_group = cfg.OptGroup(
+    'capacity',
+    title='Capacity answers (extension)',
+    help='How many more instances of a flavour fit: GET and POST '
+         '/x-capacity/allocation_candidates, GET /x-capacity/flavours and '
+         'placement-manage capacity; not part of the Placement API.')
+
+capacity_opts = [
+    cfg.StrOpt(
+        'flavours_file',
+        help='A file of named flavours, one a line: a name, blanks, and '
+             'the query string of GET /allocation_candidates that asks for '
+             'one instance of it (e.g. "m1.small resources=VCPU:1,'
+             'MEMORY_MB:2048,DISK_GB:20"); blank lines and lines starting '
+             'with # are skipped. GET /x-capacity/flavours answers for '
+             'them. Unset: no named flavours.'),
+    cfg.IntOpt(
+        'max_flavours', default=50, min=1,
+        help='The most flavours one capacity request may ask about; a '
+             'request for more is refused with 400.'),
+    cfg.IntOpt(
+        'max_hosts_listed', default=1000, min=0,
+        help='The most hosts a capacity answer may list per flavour (its '
+             'hosts parameter); a request for more is refused with 400. '
+             'Counts always cover every host.'),
+]
+
 _GROUPED_OPTS = (
     (api_group, api_opts),
     (placement_group, placement_opts),
@@ -313,6 +340,7 @@ _GROUPED_OPTS = (
     (workarounds_group, workarounds_opts),
     (metrics_group, metrics_opts),
     (healthcheck_group, healthcheck_opts),
+    (capacity_group, capacity_opts),
 )
 
 # Headers and methods placement clients use cross-origin (upstream's values).

@@ -3,6 +3,7 @@ upstream's route table (clients see it in Allow headers)."""
 from placement.api.resources import aggregates
 from placement.api.resources import allocation_candidates
 from placement.api.resources import allocations
+from placement.api.resources import capacity
 from placement.api.resources import explain
 from placement.api.resources import inventories
 from placement.api.resources import reshaper
@@ -26,4 +27,5 @@ BLUEPRINTS = (
     allocations.blueprint,
     reshaper.blueprint,
     explain.blueprint,
+    capacity.blueprint,
 )

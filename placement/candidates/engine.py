@@ -16,6 +16,7 @@ group has one slot per resource class.
 import collections
 import dataclasses
 import itertools
+import math
 import operator
 from typing import Any
 from typing import Callable
@@ -155,6 +156,33 @@ class Universe:
         kept = self._kept.get(rc, 0)
         return rows[:kept] + rows[start:]
 
+    def scratch(self, providers: Iterable[int]) -> 'Universe':
+        """A universe with the same links (traits, aggregates, sharing,
+        tree shapes) holding copies of the rows of ``providers`` only,
+        whose usage ``take`` changes: placements tried in memory.
+        """
+        copy = Universe(self.requested_classes)
+        copy.root, copy.parent = self.root, self.parent
+        copy.traits, copy.trait_holders = self.traits, self.trait_holders
+        copy.aggregates, copy.sharing = self.aggregates, self.sharing
+        copy.share_anchors = self.share_anchors
+        copy._ancestry = self._ancestry
+        wanted = set(providers)
+        copy.add_inventories(
+            inv for rows in self.by_class.values() for inv in rows
+            if inv.provider in wanted)
+        return copy
+
+    def take(self, provider: int, rc: int, amount: int) -> None:
+        """Allocate ``amount`` of the row (provider, rc), in memory."""
+        key = (provider, rc)
+        inv = self.inventory[key]
+        taken = inv._replace(used=inv.used + amount)
+        self.inventory[key] = taken
+        rows = self.by_class[rc]
+        rows[rows.index(inv)] = taken
+        self._room.pop(key, None)
+
     def add_traits(self, rows: Iterable[Sequence[int]]) -> None:
         """(provider, trait, root) rows: who holds which trait."""
         root, traits, holders = self.root, self.traits, self.trait_holders
@@ -262,6 +290,18 @@ class Universe:
                 parent = self.parent.get(parent)
             self._ancestry[provider] = found
         return found
+
+
+def times(inv: sql.Inventory, amount: int) -> int:
+    """How many requests of ``amount``, one after the other, an inventory
+    still has the capacity for: the checks of ``Universe.fitting`` (the
+    database's arithmetic) and of ``Universe.room`` (the write's), as
+    usage grows by ``amount`` each time. Units and steps are not its
+    concern: they do not change as usage grows.
+    """
+    usable = min(inventory_db.capacity(inv.total, inv.reserved, inv.ratio),
+                 math.floor((inv.total - inv.reserved) * inv.sql_ratio))
+    return max(0, (usable - inv.used) // amount)
 
 
 def refusals(inv: sql.Inventory, amount: int) -> list[str]:
@@ -484,6 +524,11 @@ class Plan:
         sets = [set(self.options[level]) for level in levels]
         return sorted(set.intersection(*sets)) if sets else []
 
+    def walker(self) -> '_Walk':
+        """A walk over every slot, for callers that look at the anchors
+        one by one (``_Walk.every_combination``, ``_Walk.first``)."""
+        return _Walk(self, range(len(self.slots)))
+
     def group_has_options(self, index: int) -> bool:
         """Whether group ``index`` alone finds something somewhere (its
         traits included), ignoring the other groups.
@@ -667,7 +712,7 @@ class _Walk:
         # Holders of each any-of set of them, once asked.
         self._having: list[set[int]] | None = None
 
-    def _each_has_traits(self, options):
+    def each_has_traits(self, options):
         """Whether, for each any-of set of the unsuffixed group's traits,
         every option of one of its slots has one of them: then so has
         every combination."""
@@ -686,6 +731,21 @@ class _Walk:
                 return False
         return True
 
+    def every_combination(self, anchor: int) -> bool:
+        """Whether every combination of ``anchor``'s options is a
+        candidate: nothing ties its slots together there (the shortcut
+        ``walk`` takes)."""
+        if self.combined and not self.plan.nested:
+            return False
+        return self.independent or self.traits_only and self.each_has_traits(
+            [self.plan.options[level][anchor] for level in self.levels])
+
+    def first(self, anchor: int) -> tuple[int, ...] | None:
+        """The first candidate anchored at ``anchor`` (providers per
+        slot), if any."""
+        found = next(self.walk(anchor), None)
+        return None if found is None else found[1]
+
     def walk(self, anchor: int) -> Iterator[tuple[int, tuple[int, ...]]]:
         """Yield (anchor, chosen) for every viable combination; nothing
         is prepared before the first one is asked for. Iterative, so that
@@ -699,7 +759,7 @@ class _Walk:
         one_per_tree = self.combined and not plan.nested
         # Product tuples, or below the list of providers chosen so far.
         chosen: tuple[int, ...] | list[Any]
-        if (self.independent or self.traits_only and self._each_has_traits(
+        if (self.independent or self.traits_only and self.each_has_traits(
                 options)) and not one_per_tree:
             # The same order as the walk below: the last slot turns fastest.
             for chosen in itertools.product(*options):

@@ -697,6 +697,25 @@ def memberships(conn: sa.Connection) -> Sequence[tuple[int, int]]:
                                   _RPA.c.aggregate_id)).all()
 
 
+def provider_names(conn: sa.Connection, provider_ids: Iterable[int]
+                   ) -> dict[int, tuple[str, str]]:
+    """{id: (uuid, name)} of ``provider_ids``."""
+    rows = id_list.rows_among(conn, _providers_statement(
+        backends.of(conn), 'id', (_RP.c.id, _RP.c.uuid, _RP.c.name)),
+        provider_ids, kinds=(packed.INT, packed.TEXT, packed.OPTIONAL_TEXT))
+    return {ident: (uuid, name or '') for ident, uuid, name in rows}
+
+
+def root_aggregates(conn: sa.Connection) -> Sequence[tuple[int, str]]:
+    """(root provider id, aggregate uuid) of every root provider in an
+    aggregate."""
+    return conn.execute(
+        sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid)
+        .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)
+        .join(_RP, _RP.c.id == _RPA.c.resource_provider_id)
+        .where(_RP.c.parent_provider_id.is_(None))).all()
+
+
 def trait_names(conn: sa.Connection,
                 trait_ids: Collection[int]) -> dict[int, str]:
     """{id: name} of ``trait_ids``."""

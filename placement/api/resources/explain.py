@@ -37,7 +37,7 @@ def _latest_version():
         {'HTTP_OPENSTACK_API_VERSION': 'placement latest'})
 
 
-def _latest_by_default(view):
+def latest_by_default(view):
     """A request without a placement version header gets the latest
     microversion instead of 1.0.
     """
@@ -53,7 +53,7 @@ def _latest_by_default(view):
 
 
 @blueprint.route(PATH, methods=['GET'])
-@_latest_by_default
+@latest_by_default
 @declaration.handler(
         'Explain which allocation candidates a query finds, and why not '
         'more (extension, admin only)', {200: schema.EXPLANATION},

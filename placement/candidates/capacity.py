@@ -1,0 +1,635 @@
+"""How many more instances of a flavour fit right now, and where.
+
+A flavour is a name and the query string of GET /allocation_candidates,
+parsed into a ``request.Request``. ``count(conn, flavours)`` answers, for
+each, how many instances fit in total, per root provider (host) and per
+aggregate, and which resource class runs out first; and, over all of
+them, the capacity stranded on hosts where none of them fits, the usage
+per class and the fullest hosts. The count is that of a scheduler placing
+instances one by one, each on the FIRST candidate GET
+/allocation_candidates would return (no limit, not randomized: the one
+``engine.Plan.most_room_first`` puts first), until none is left. Every
+constraint is the engine's own: its options, walks and arithmetic over
+one universe of rows read once for all the flavours.
+
+How each count is obtained (``method``):
+
+* ``exact``: a host whose candidates use no sharing provider is on its
+  own; when every combination of its options is a candidate (nothing
+  ties the slots together) each slot draws on its own rows, so the count
+  is the least, over its slots, of what their options can give one after
+  the other (``engine.times``), whatever the order; when its options
+  leave one candidate only, the least over that candidate's rows. Sharing
+  providers one slot of every host of a group draws on alike (a disk
+  shared through an aggregate) are a pool: the group's total is the
+  least of its hosts' sum and the pool, and the hosts' counts are exact
+  when the pool does not bind. None of this lists candidates.
+* ``placed one by one``: anything else (slots tied together by group
+  isolation, same_subtree or shared classes on a host with choices;
+  hosts competing for sharing providers otherwise; a pool that binds) is
+  placed in memory: the engine's candidates of the hosts that compete,
+  the first as most_room_first orders them taken, its usage applied,
+  again. A binding pool only spreads its count over its hosts that way,
+  in the order of their own rows' room.
+
+The answer as JSON (``Answer.as_dict``)::
+
+    {"flavours": [{"name": str, "query": str,
+                   "fit": int,                 # instances that fit in all
+                   "method": "exact" | "placed one by one",
+                   "limited_by": str | null,   # class binding the most
+                   "hosts_with_room": int,     # hosts where >= 1 fits
+                   "hosts": [{"uuid", "name", "fit", "limited_by",
+                              "method"}],      # most fit first (cut)
+                   "aggregates": [{"uuid", "fit"}]}],
+     "stranded": [{"resource_class": str, "free": int, "hosts": int}],
+     "usage": [{"resource_class": str, "capacity": int, "used": int,
+                "aggregates": [{"uuid", "capacity", "used"}]}],
+     "fullest_hosts": [{"uuid", "name", "resource_class", "capacity",
+                        "used"}]}
+
+``fit`` of a flavour is the sum of its hosts'; ``aggregates`` gives the
+sum over the root providers that are members of each aggregate of which
+some root is a member. ``limited_by`` of a host is the class of which it
+runs out first; of a flavour, the class that bound the most of its
+instances. ``stranded`` is, per class the flavours ask for, the free
+capacity of the hosts (roots, sharing providers left out) where none of
+them fits once, and how many hosts have some. ``usage`` covers every
+class of the cloud (capacity as (total - reserved) * allocation_ratio
+summed); ``fullest_hosts`` ranks the hosts by the largest share used of a
+class the flavours ask for.
+"""
+import collections
+import dataclasses
+import heapq
+from typing import Any
+from typing import Iterable
+from typing import Sequence
+
+import sqlalchemy as sa
+
+from placement import candidates
+from placement import exception
+from placement.candidates import engine
+from placement.candidates import loading
+from placement.candidates import names as naming
+from placement.candidates import request as request_model
+from placement.candidates import sql
+from placement.db import capacity_metrics
+from placement.db import inventory as inventory_db
+from placement.db import watchdog
+
+EXACT = 'exact'
+PLACED = 'placed one by one'
+
+# Hosts ``fullest_hosts`` ranks.
+FULLEST = 10
+
+
+@dataclasses.dataclass
+class Flavour:
+    name: str
+    # The query string as given, and as parsed.
+    query: str
+    request: request_model.Request
+
+
+@dataclasses.dataclass
+class HostFit:
+    root: int
+    fit: int
+    limited_by: str | None
+    method: str
+    uuid: str = ''
+    name: str = ''
+
+
+@dataclasses.dataclass
+class FlavourFit:
+    name: str
+    query: str
+    fit: int
+    method: str
+    limited_by: str | None
+    hosts_with_room: int
+    # Those with room, most fit first, cut to the number asked for.
+    hosts: list[HostFit]
+    aggregates: list[tuple[str, int]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            'name': self.name, 'query': self.query, 'fit': self.fit,
+            'method': self.method, 'limited_by': self.limited_by,
+            'hosts_with_room': self.hosts_with_room,
+            'hosts': [{'uuid': host.uuid, 'name': host.name,
+                       'fit': host.fit, 'limited_by': host.limited_by,
+                       'method': host.method} for host in self.hosts],
+            'aggregates': [{'uuid': uuid, 'fit': fit}
+                           for uuid, fit in self.aggregates]}
+
+
+@dataclasses.dataclass
+class Answer:
+    flavours: list[FlavourFit]
+    # (class, free, hosts)
+    stranded: list[tuple[str, int, int]]
+    # (class, capacity, used, [(aggregate uuid, capacity, used)])
+    usage: list[tuple[str, int, int, list[tuple[str, int, int]]]]
+    # (uuid, name, class, capacity, used)
+    fullest_hosts: list[tuple[str, str, str, int, int]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            'flavours': [flavour.as_dict() for flavour in self.flavours],
+            'stranded': [{'resource_class': rc, 'free': free, 'hosts': hosts}
+                         for rc, free, hosts in self.stranded],
+            'usage': [{'resource_class': rc, 'capacity': capacity,
+                       'used': used,
+                       'aggregates': [{'uuid': uuid, 'capacity': agg_cap,
+                                       'used': agg_used}
+                                      for uuid, agg_cap, agg_used in aggs]}
+                      for rc, capacity, used, aggs in self.usage],
+            'fullest_hosts': [{'uuid': uuid, 'name': name,
+                               'resource_class': rc, 'capacity': capacity,
+                               'used': used}
+                              for uuid, name, rc, capacity, used
+                              in self.fullest_hosts]}
+
+
+def count(conn: sa.Connection, flavours: Sequence[Flavour],
+          hosts_listed: int | None = None) -> Answer:
+    """The answer for ``flavours``; each lists at most ``hosts_listed``
+    hosts (None: all with room).
+
+    Raises exception.Invalid, with GET /allocation_candidates' message,
+    for a flavour naming an unknown resource class or trait, as that
+    endpoint would.
+    """
+    with candidates.gc_paused():
+        return _count(conn, flavours, hosts_listed)
+
+
+def _count(conn, flavours, hosts_listed):
+    resolved = [_resolve(conn, flavour) for flavour in flavours]
+    universe, class_names = _load(conn, flavours, resolved)
+    per_flavour = []
+    for flavour, (names, needs) in zip(flavours, resolved):
+        hosts = ({} if needs is None
+                 else _Counter(conn, universe, flavour.request, names,
+                               needs, class_names).hosts())
+        per_flavour.append(hosts)
+    memberships = collections.defaultdict(list)
+    for root, aggregate in sql.root_aggregates(conn):
+        memberships[root].append(aggregate)
+    listed: list[list[HostFit]] = []
+    for hosts in per_flavour:
+        roomy = sorted((host for host in hosts.values() if host.fit),
+                       key=lambda host: (-host.fit, host.root))
+        listed.append(roomy[:hosts_listed])
+    fullest = _fullest(universe, class_names)
+    names_of = sql.provider_names(conn, {
+        host.root for hosts in listed for host in hosts} | {
+        root for root, _rc, _capacity, _used in fullest})
+    for hosts in listed:
+        for host in hosts:
+            host.uuid, host.name = names_of[host.root]
+    answers = []
+    for flavour, hosts, shown in zip(flavours, per_flavour, listed):
+        answers.append(_flavour_fit(flavour, hosts, shown, memberships))
+    return Answer(
+        answers, _stranded(universe, per_flavour, class_names),
+        _usage(conn),
+        [(*names_of[root], rc, capacity, used)
+         for root, rc, capacity, used in fullest])
+
+
+def _resolve(conn, flavour):
+    """(names, needs) of a flavour's request; needs None when it finds
+    nothing before looking at any capacity (as GET
+    /allocation_candidates). A named flavour's refusal names it."""
+    try:
+        return _needs(conn, flavour.request)
+    except exception.Invalid as exc:
+        if not flavour.name:
+            raise
+        raise exception.Invalid(named(flavour.name, str(exc))) from None
+
+
+def named(name: str, message: str) -> str:
+    """A refusal's ``message`` about the flavour ``name``."""
+    return 'Flavour %s: %s' % (name, message)
+
+
+def _needs(conn, request):
+    names = sql.lookup(conn, *naming.names_mentioned(request))
+    needs = [naming.group_need(group, names) for group in request.groups]
+    failure = naming.first_unknown_name(request, names)
+    if failure is not None:
+        position, unknown = failure
+        if loading.finds_nothing_before(conn, request, names, needs,
+                                        position):
+            return names, None
+        raise naming.refusal(unknown)
+    if any(need.lost for need in needs):
+        return names, None
+    return names, needs
+
+
+def _load(conn, flavours, resolved):
+    """One universe for every flavour: all rows of the classes they ask
+    for, who holds the traits and is in the aggregates they name, which
+    trees sharing providers serve; and {class id: name}.
+    """
+    merged = sql.Names({}, {}, {}, {})
+    wanted: list[engine.Need] = []
+    root_traits: set[str] = set()
+    for flavour, (names, needs) in zip(flavours, resolved):
+        for mine, all_of in zip(names, merged):
+            all_of.update(mine)
+        if needs is not None:
+            # Every tree: a flavour confined to one looks there itself.
+            wanted += [dataclasses.replace(need, tree=None)
+                       for need in needs]
+            root_traits |= (flavour.request.root_required
+                            | flavour.request.root_forbidden)
+    together = request_model.Request(groups=[], root_required=root_traits)
+    universe = loading.load_universe(conn, together, wanted, merged,
+                                     narrow=False)
+    return universe, {ident: name for name, ident in merged.classes.items()}
+
+
+class _Counter:
+    """The hosts of one flavour with their counts."""
+
+    def __init__(self, conn, universe, request, names, needs, class_names):
+        self.universe = universe
+        self.class_names = class_names
+        self.plan = engine.Plan(
+            universe, needs, loading.anchor_filter(request, names, universe),
+            isolate=request.isolate, same_subtrees=request.same_subtrees,
+            nested=request.nested)
+        if request.same_subtrees:
+            loading.load_ancestry(conn, self.plan)
+        self.walk = self.plan.walker()
+        self.found: dict[int, HostFit] = {}
+
+    def hosts(self) -> dict[int, HostFit]:
+        """{root id: HostFit} of every anchor with a count, 0 included."""
+        plan, sharing = self.plan, self.universe.sharing
+        levels = range(len(plan.slots))
+        # Union-find over anchors and the sharing providers they may use.
+        leader: dict[int, Any] = {}
+        for number, anchor in enumerate(plan.anchors, 1):
+            if not number % 4096:
+                watchdog.check()
+            shared = {provider for level in levels
+                      for provider in plan.options[level][anchor]
+                      if provider in sharing}
+            if not shared:
+                self._alone(anchor)
+                continue
+            leader.setdefault(('anchor', anchor), ('anchor', anchor))
+            for provider in shared:
+                _union(leader, ('anchor', anchor), ('sharing', provider))
+        groups = collections.defaultdict(list)
+        for node in leader:
+            if node[0] == 'anchor':
+                groups[_find(leader, node)].append(node[1])
+        for anchors in groups.values():
+            self._competing(sorted(anchors))
+        return self.found
+
+    def _note(self, anchor, fit, limited_by, method):
+        self.found[anchor] = HostFit(
+            anchor, fit,
+            None if limited_by is None else self.class_names[limited_by],
+            method)
+
+    def _alone(self, anchor):
+        """A host no other host competes with."""
+        if self.walk.every_combination(anchor):
+            self._note(anchor, *self._slot_room(anchor), EXACT)
+            return
+        levels = range(len(self.plan.slots))
+        if all(len(self.plan.options[level][anchor]) == 1
+               for level in levels):
+            chosen = self.walk.first(anchor)
+            if chosen is None:
+                self._note(anchor, 0, None, EXACT)
+            else:
+                self._note(anchor, *self._candidate_room(chosen), EXACT)
+            return
+        self._place([anchor])
+
+    def _level_room(self, level, providers):
+        """(instances, binding class) that slot ``level`` can still take
+        from ``providers``, one after the other, in any order."""
+        inventory = self.universe.inventory
+        amounts = self.plan.slot_amounts[level]
+        if len(amounts) == 1:
+            (rc, amount), = amounts
+            return sum(engine.times(inventory[provider, rc], amount)
+                       for provider in providers), rc
+        total = 0
+        by_class: collections.Counter = collections.Counter()
+        for provider in providers:
+            each = {rc: engine.times(inventory[provider, rc], amount)
+                    for rc, amount in amounts}
+            total += min(each.values())
+            by_class.update(each)
+        return total, min(by_class, key=lambda rc: (by_class[rc], rc))
+
+    def _slot_room(self, anchor, levels=None):
+        """(instances, binding class) of an anchor every combination of
+        whose options is a candidate: the least of its slots' (or those
+        of ``levels``'); (None, None) for slots that take nothing."""
+        plan = self.plan
+        best: tuple[Any, Any] = (None, None)
+        for level in range(len(plan.slots)) if levels is None else levels:
+            if not plan.slot_amounts[level]:
+                continue
+            room = self._level_room(level, plan.options[level][anchor])
+            if best[0] is None or room[0] < best[0]:
+                best = room
+        return best
+
+    def _candidate_room(self, chosen):
+        """(instances, binding class) of one candidate taken again and
+        again."""
+        taking: collections.Counter = collections.Counter()
+        for provider, amounts in zip(chosen, self.plan.slot_amounts):
+            for rc, amount in amounts:
+                taking[provider, rc] += amount
+        inventory = self.universe.inventory
+        return min((engine.times(inventory[key], amount), key[1])
+                   for key, amount in taking.items())
+
+    def _competing(self, anchors):
+        """Hosts that share providers: a pool when they can, else placed
+        one by one."""
+        if len(anchors) == 1:
+            self._alone(anchors[0])
+        elif not self._pooled(anchors):
+            self._place(anchors)
+
+    def _pooled(self, anchors):
+        """Count ``anchors`` whose every combination of options is a
+        candidate and whose slots either draw on the same options for all
+        (the pool) or on options no other of them has; whether they do.
+        """
+        plan = self.plan
+        if not all(self.walk.every_combination(a) for a in anchors):
+            return False
+        common, private = [], []
+        users: collections.Counter = collections.Counter()
+        for anchor in anchors:
+            users.update({provider for level in range(len(plan.slots))
+                          for provider in plan.options[level][anchor]})
+        for level in range(len(plan.slots)):
+            options = [plan.options[level][anchor] for anchor in anchors]
+            if all(option == options[0] for option in options):
+                common.append(level)
+            elif all(users[provider] == 1 for option in options
+                     for provider in option):
+                private.append(level)
+            else:
+                return False
+        pool = self._slot_room(anchors[0], common)
+        if not private:
+            # Sharing providers only: the same candidates for every anchor,
+            # which GET /allocation_candidates gives once, at the first.
+            self._note(anchors[0], pool[0], pool[1], EXACT)
+            for anchor in anchors[1:]:
+                self._note(anchor, 0, None, EXACT)
+            return True
+        own = {anchor: self._slot_room(anchor, private) for anchor in anchors}
+        if any(fit is None for fit, _rc in own.values()):
+            return False
+        hosts_sum = sum(fit for fit, _rc in own.values())
+        if pool[0] is None or hosts_sum <= pool[0]:
+            for anchor, (fit, rc) in own.items():
+                self._note(anchor, fit, rc, EXACT)
+            return True
+        for anchor, fit in self._spread(anchors, private, pool[0]).items():
+            self._note(anchor, fit, pool[1] if fit < own[anchor][0]
+                       else own[anchor][1], PLACED)
+        return True
+
+    def _spread(self, anchors, private, instances):
+        """How the pool's ``instances`` fall on ``anchors``, placed one by
+        one on the anchor whose own rows are left the most room (as
+        most_room_first would, the pool's share being the same for all).
+        """
+        scratch = self.universe.scratch(
+            provider for anchor in anchors for level in private
+            for provider in self.plan.options[level][anchor])
+        inventory = scratch.inventory
+        amounts = self.plan.slot_amounts
+
+        def left(provider, level):
+            share = 0.0
+            for rc, amount in amounts[level]:
+                inv = inventory[provider, rc]
+                usable = (inv.total - inv.reserved) * inv.ratio
+                share += ((usable - inv.used - amount) / usable
+                          if usable > 0 else 0.0)
+            return share
+
+        def best(anchor):
+            """(key, providers per private level) or None when full."""
+            key, chosen = 0.0, []
+            for level in private:
+                usable = [p for p in self.plan.options[level][anchor]
+                          if all(engine.times(inventory[p, rc], amount)
+                                 for rc, amount in amounts[level])]
+                if not usable:
+                    return None
+                provider = max(usable, key=lambda p: left(p, level))
+                key += left(provider, level)
+                chosen.append(provider)
+            return key, chosen
+
+        placed = dict.fromkeys(anchors, 0)
+        heap = []
+        for order, anchor in enumerate(anchors):
+            found = best(anchor)
+            if found is not None:
+                heap.append((-found[0], order, anchor, found[1]))
+        heapq.heapify(heap)
+        while heap and instances:
+            _key, order, anchor, chosen = heapq.heappop(heap)
+            for level, provider in zip(private, chosen):
+                for rc, amount in amounts[level]:
+                    scratch.take(provider, rc, amount)
+            placed[anchor] += 1
+            instances -= 1
+            found = best(anchor)
+            if found is not None:
+                heapq.heappush(heap, (-found[0], order, anchor, found[1]))
+        return placed
+
+    def _place(self, anchors):
+        """Place instances one by one on the hosts ``anchors`` (and the
+        sharing providers they use), each on the first candidate as
+        GET /allocation_candidates orders them, until none is left."""
+        plan = self.plan
+        anchor_set = set(anchors)
+        scratch = self.universe.scratch(
+            provider for anchor in anchors
+            for level in range(len(plan.slots))
+            for provider in plan.options[level][anchor])
+        placed = dict.fromkeys(anchors, 0)
+        last: dict[int, tuple[int, ...]] = {}
+        while True:
+            watchdog.check()
+            step = engine.Plan(
+                scratch, plan.needs, anchor_set.__contains__,
+                isolate=plan.isolate, same_subtrees=plan.same_subtrees,
+                nested=plan.nested)
+            chosen = list(step.candidates())
+            if not chosen:
+                break
+            anchor, first = step.most_room_first(chosen)[0]
+            for provider, amounts in zip(first, step.slot_amounts):
+                for rc, amount in amounts:
+                    scratch.take(provider, rc, amount)
+            placed[anchor] += 1
+            last[anchor] = first
+        for anchor in anchors:
+            limited_by = None
+            if anchor in last:
+                limited_by = self._exhausted(scratch, last[anchor])
+            self._note(anchor, placed[anchor], limited_by, PLACED)
+
+    def _exhausted(self, scratch, chosen):
+        """The class of which ``chosen`` (the last candidate placed on a
+        host) has the least left, in instances."""
+        taking: collections.Counter = collections.Counter()
+        for provider, amounts in zip(chosen, self.plan.slot_amounts):
+            for rc, amount in amounts:
+                taking[provider, rc] += amount
+        return min((engine.times(scratch.inventory[key], amount), key[1])
+                   for key, amount in taking.items())[1]
+
+
+def _union(leader, first, second):
+    leader.setdefault(second, second)
+    leader[_find(leader, first)] = _find(leader, second)
+
+
+def _find(leader, node):
+    while leader[node] != node:
+        leader[node] = leader[leader[node]]
+        node = leader[node]
+    return node
+
+
+def _flavour_fit(flavour, hosts, shown, memberships):
+    fit = sum(host.fit for host in hosts.values())
+    method = (PLACED if any(host.method == PLACED for host in hosts.values())
+              else EXACT)
+    binding: collections.Counter = collections.Counter()
+    by_aggregate: collections.Counter = collections.Counter()
+    for host in hosts.values():
+        if host.fit and host.limited_by is not None:
+            binding[host.limited_by] += host.fit
+        for aggregate in memberships.get(host.root, ()):
+            by_aggregate[aggregate] += host.fit
+    aggregates = {aggregate for held in memberships.values()
+                  for aggregate in held}
+    limited_by = (min(binding, key=lambda rc: (-binding[rc], rc))
+                  if binding else None)
+    return FlavourFit(
+        flavour.name, flavour.query, fit, method, limited_by,
+        sum(1 for host in hosts.values() if host.fit), shown,
+        [(aggregate, by_aggregate[aggregate])
+         for aggregate in sorted(aggregates)])
+
+
+def _trees(universe):
+    """{root: [rows]} of the hosts (roots that are not sharing
+    providers) among the universe's rows."""
+    trees = collections.defaultdict(list)
+    sharing = universe.sharing
+    for inv in universe.inventory.values():
+        if inv.root not in sharing:
+            trees[inv.root].append(inv)
+    return trees
+
+
+def _free(inv):
+    return max(0, inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+               - inv.used)
+
+
+def _stranded(universe, per_flavour, class_names):
+    """(class, free, hosts) over the hosts where no flavour fits once."""
+    roomy = {root for hosts in per_flavour
+             for root, host in hosts.items() if host.fit}
+    free: collections.Counter = collections.Counter()
+    holders: dict[int, set[int]] = collections.defaultdict(set)
+    for root, rows in _trees(universe).items():
+        if root in roomy:
+            continue
+        for inv in rows:
+            spare = _free(inv)
+            if spare:
+                free[inv.rc] += spare
+                holders[inv.rc].add(root)
+    return sorted((class_names[rc], free[rc], len(holders[rc]))
+                  for rc in free)
+
+
+def _usage(conn):
+    """(class, capacity, used, [(aggregate, capacity, used)]) of every
+    class of the cloud."""
+    aggregates = collections.defaultdict(list)
+    for item in capacity_metrics.by_aggregate(conn):
+        aggregates[item.resource_class].append(
+            (item.aggregate_uuid, int(item.capacity), item.used))
+    return [(item.resource_class, int(item.capacity), item.used,
+             aggregates.get(item.resource_class, []))
+            for item in capacity_metrics.by_resource_class(conn)]
+
+
+def _fullest(universe, class_names):
+    """(root, class, capacity, used) of the FULLEST hosts with the largest
+    share used of a class, that class summed over the tree."""
+    ranked = []
+    for root, rows in _trees(universe).items():
+        capacity: collections.Counter = collections.Counter()
+        used: collections.Counter = collections.Counter()
+        for inv in rows:
+            capacity[inv.rc] += inventory_db.capacity(
+                inv.total, inv.reserved, inv.ratio)
+            used[inv.rc] += inv.used
+        share, rc = max(((used[rc] / capacity[rc] if capacity[rc] > 0
+                          else 1.0), rc) for rc in capacity)
+        ranked.append((-share, root, rc, capacity[rc], used[rc]))
+    return [(root, class_names[rc], capacity, used)
+            for _share, root, rc, capacity, used
+            in heapq.nsmallest(FULLEST, ranked)]
+
+
+def flavours_from_lines(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, query string) of a flavours file: one a line, the name,
+    blanks, the query string; blank lines and '#' comments skipped.
+
+    Raises ValueError naming the line of one without a query string or
+    of a name given twice.
+    """
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise ValueError('line %d: expected a name and a query string'
+                             % number)
+        name, query = parts
+        if name in found:
+            raise ValueError('line %d: flavour %s given twice'
+                             % (number, name))
+        found[name] = query.strip()
+    return list(found.items())
