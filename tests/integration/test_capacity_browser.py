@@ -164,7 +164,7 @@ def test_page_shows_the_answer(service, browser, tmp_path):
             continue
         assert 'Runs out first: %s' % flavour['limited_by'] in text
         tightest = min(flavour['aggregates'], key=lambda a: a['fit'])
-        assert 'Least room in: %s\u2026 (%d)' % (
+        assert 'Least room: %s\u2026 (%d)' % (
             tightest['uuid'][:8], tightest['fit']) in text
     # The seeded cloud has room for some of each but the GPU flavour.
     fits = {f['name']: f['fit'] for f in answer['flavours']}
@@ -178,16 +178,22 @@ def test_page_shows_the_answer(service, browser, tmp_path):
         assert _number(shown[2]) == row['used']
         assert _number(shown[3]) == int(row['capacity'])
 
-    # Grouped by aggregate, its uuid on its first row.
-    shown, aggregate = [], None
-    for row in _rows(browser, 'aggregates'):
-        aggregate = row[0] or aggregate
-        shown.append((aggregate, row[1], _number(row[3]), _number(row[4])))
+    # A row per aggregate, a cell per class.
+    shown = sorted(
+        (row.find_element('tag name', 'td').text, cell.get_attribute(
+            'data-class'), int(cell.get_attribute('data-used')),
+         float(cell.get_attribute('data-capacity')))
+        for row in browser.find_elements('css selector',
+                                         '#aggregates tbody tr')
+        for cell in row.find_elements('css selector', 'td[data-class]'))
     expected = sorted((aggregate['uuid'], row['resource_class'],
-                       aggregate['used'], int(aggregate['capacity']))
+                       aggregate['used'], aggregate['capacity'])
                       for row in answer['usage']
                       for aggregate in row['aggregates'])
     assert expected and shown == expected
+    # The fullest first.
+    fullest = max(expected, key=lambda row: row[2] / row[3])
+    assert _rows(browser, 'aggregates')[0][0] == fullest[0]
 
     hosts = _rows(browser, 'hosts')
     assert [(row[0], row[1], _number(row[3])) for row in hosts] == [
