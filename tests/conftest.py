@@ -74,6 +74,7 @@ from placement import conf as placement_conf
 from placement.api import app as placement_app
 from placement.candidates import survey_cache
 from placement.candidates import trees_needed
+from placement.cmd import manage
 from placement.db import backends
 from placement.db import engine as db_engine
 from placement.db import migration
@@ -440,3 +441,17 @@ def provider(backend):
     """A resource provider row inserted directly (see sql_rows.provider)."""
     with backend.engine.begin() as conn:
         return sql_rows.provider(conn)
+
+
+@pytest.fixture
+def manage_cli(backend, tmp_path, capsys):
+    """``run(*args)``: placement-manage on the test's database ->
+    (exit status, stdout lines, stderr)."""
+    conf = tmp_path / 'placement.conf'
+    conf.write_text('[placement_database]\nconnection = %s\n' % backend.url)
+
+    def run(*args):
+        status = manage.main(['--config-file', str(conf)] + list(args))
+        out, err = capsys.readouterr()
+        return status, out.splitlines(), err
+    return run

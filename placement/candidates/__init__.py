@@ -15,6 +15,7 @@
 3. ``summaries`` picks the candidates to return and summarises the
    providers of their trees.
 
+``resolve`` is step 1 alone (``capacity`` counts from there).
 ``explain`` says why a request finds nothing, with the same data and
 engine. ``matching_providers`` serves GET /resource_providers' filters.
 """
@@ -71,7 +72,13 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _find(conn, request, settings):
+def resolve(conn: sa.Connection, request: request_model.Request
+            ) -> tuple[sql.Names, list[engine.Need] | None]:
+    """The names ``request`` uses and its groups as engine.Needs; None
+    for the needs when it finds nothing before looking at capacity.
+
+    Raises exception.Invalid as ``find`` does.
+    """
     names = sql.lookup(conn, *naming.names_mentioned(request))
     needs = [naming.group_need(group, names) for group in request.groups]
     failure = naming.first_unknown_name(request, names)
@@ -79,10 +86,17 @@ def _find(conn, request, settings):
         position, unknown = failure
         if loading.finds_nothing_before(conn, request, names, needs,
                                         position):
-            return summaries.Result([], {})
+            return names, None
         raise naming.refusal(unknown)
     if any(need.lost for need in needs):
         # A group confined to a tree that does not exist is never met.
+        return names, None
+    return names, needs
+
+
+def _find(conn, request, settings):
+    names, needs = resolve(conn, request)
+    if needs is None:
         return summaries.Result([], {})
     wanted = loading.enough(request, settings)
     universe = loading.load_universe(conn, request, needs, names,

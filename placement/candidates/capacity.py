@@ -72,7 +72,6 @@ from placement import candidates
 from placement import exception
 from placement.candidates import engine
 from placement.candidates import loading
-from placement.candidates import names as naming
 from placement.candidates import request as request_model
 from placement.candidates import sql
 from placement.db import capacity_metrics
@@ -182,20 +181,20 @@ def _count(conn, flavours, hosts_listed):
     for root, aggregate in sql.root_aggregates(conn):
         memberships[root].append(aggregate)
     listed: list[list[HostFit]] = []
-    for hosts in per_flavour:
-        roomy = sorted((host for host in hosts.values() if host.fit),
+    for counted in per_flavour:
+        roomy = sorted((host for host in counted.values() if host.fit),
                        key=lambda host: (-host.fit, host.root))
         listed.append(roomy[:hosts_listed])
     fullest = _fullest(universe, class_names)
     names_of = sql.provider_names(conn, {
-        host.root for hosts in listed for host in hosts} | {
+        host.root for shown in listed for host in shown} | {
         root for root, _rc, _capacity, _used in fullest})
-    for hosts in listed:
-        for host in hosts:
+    for shown in listed:
+        for host in shown:
             host.uuid, host.name = names_of[host.root]
     answers = []
-    for flavour, hosts, shown in zip(flavours, per_flavour, listed):
-        answers.append(_flavour_fit(flavour, hosts, shown, memberships))
+    for flavour, counted, shown in zip(flavours, per_flavour, listed):
+        answers.append(_flavour_fit(flavour, counted, shown, memberships))
     return Answer(
         answers, _stranded(universe, per_flavour, class_names),
         _usage(conn),
@@ -208,7 +207,7 @@ def _resolve(conn, flavour):
     nothing before looking at any capacity (as GET
     /allocation_candidates). A named flavour's refusal names it."""
     try:
-        return _needs(conn, flavour.request)
+        return candidates.resolve(conn, flavour.request)
     except exception.Invalid as exc:
         if not flavour.name:
             raise
@@ -218,21 +217,6 @@ def _resolve(conn, flavour):
 def named(name: str, message: str) -> str:
     """A refusal's ``message`` about the flavour ``name``."""
     return 'Flavour %s: %s' % (name, message)
-
-
-def _needs(conn, request):
-    names = sql.lookup(conn, *naming.names_mentioned(request))
-    needs = [naming.group_need(group, names) for group in request.groups]
-    failure = naming.first_unknown_name(request, names)
-    if failure is not None:
-        position, unknown = failure
-        if loading.finds_nothing_before(conn, request, names, needs,
-                                        position):
-            return names, None
-        raise naming.refusal(unknown)
-    if any(need.lost for need in needs):
-        return names, None
-    return names, needs
 
 
 def _load(conn, flavours, resolved):
@@ -278,7 +262,7 @@ class _Counter:
         plan, sharing = self.plan, self.universe.sharing
         levels = range(len(plan.slots))
         # Union-find over anchors and the sharing providers they may use.
-        leader: dict[int, Any] = {}
+        leader: dict[tuple[str, int], tuple[str, int]] = {}
         for number, anchor in enumerate(plan.anchors, 1):
             if not number % 4096:
                 watchdog.check()
@@ -299,7 +283,10 @@ class _Counter:
             self._competing(sorted(anchors))
         return self.found
 
-    def _note(self, anchor, fit, limited_by, method):
+    def _note(self, anchor, room, method):
+        """Host ``anchor`` takes room[0] instances, limited by the class
+        of id room[1] (None: nothing)."""
+        fit, limited_by = room
         self.found[anchor] = HostFit(
             anchor, fit,
             None if limited_by is None else self.class_names[limited_by],
@@ -308,16 +295,16 @@ class _Counter:
     def _alone(self, anchor):
         """A host no other host competes with."""
         if self.walk.every_combination(anchor):
-            self._note(anchor, *self._slot_room(anchor), EXACT)
+            self._note(anchor, self._slot_room(anchor), EXACT)
             return
         levels = range(len(self.plan.slots))
         if all(len(self.plan.options[level][anchor]) == 1
                for level in levels):
             chosen = self.walk.first(anchor)
             if chosen is None:
-                self._note(anchor, 0, None, EXACT)
+                self._note(anchor, (0, None), EXACT)
             else:
-                self._note(anchor, *self._candidate_room(chosen), EXACT)
+                self._note(anchor, self._candidate_room(chosen), EXACT)
             return
         self._place([anchor])
 
@@ -398,21 +385,21 @@ class _Counter:
         if not private:
             # Sharing providers only: the same candidates for every anchor,
             # which GET /allocation_candidates gives once, at the first.
-            self._note(anchors[0], pool[0], pool[1], EXACT)
+            self._note(anchors[0], pool, EXACT)
             for anchor in anchors[1:]:
-                self._note(anchor, 0, None, EXACT)
+                self._note(anchor, (0, None), EXACT)
             return True
         own = {anchor: self._slot_room(anchor, private) for anchor in anchors}
         if any(fit is None for fit, _rc in own.values()):
             return False
         hosts_sum = sum(fit for fit, _rc in own.values())
         if pool[0] is None or hosts_sum <= pool[0]:
-            for anchor, (fit, rc) in own.items():
-                self._note(anchor, fit, rc, EXACT)
+            for anchor, room in own.items():
+                self._note(anchor, room, EXACT)
             return True
         for anchor, fit in self._spread(anchors, private, pool[0]).items():
-            self._note(anchor, fit, pool[1] if fit < own[anchor][0]
-                       else own[anchor][1], PLACED)
+            self._note(anchor, (fit, pool[1] if fit < own[anchor][0]
+                                 else own[anchor][1]), PLACED)
         return True
 
     def _spread(self, anchors, private, instances):
@@ -499,7 +486,7 @@ class _Counter:
             limited_by = None
             if anchor in last:
                 limited_by = self._exhausted(scratch, last[anchor])
-            self._note(anchor, placed[anchor], limited_by, PLACED)
+            self._note(anchor, (placed[anchor], limited_by), PLACED)
 
     def _exhausted(self, scratch, chosen):
         """The class of which ``chosen`` (the last candidate placed on a

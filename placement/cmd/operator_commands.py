@@ -6,6 +6,10 @@
 ``audit [--consumers FILE|-] [--fix]``
     inconsistent data (placement.db.audit). Exit status: 0 nothing found,
     1 something found (and, with --fix, repaired where it can be), 2 error.
+``capacity [QUERY ...] [--flavour NAME=QUERY ...] [--file FILE] [--json]``
+    how many more instances of flavours fit, and where
+    (placement.candidates.capacity); --json prints the HTTP extension's
+    answer.
 """
 import argparse
 import json
@@ -19,6 +23,7 @@ from placement import candidates
 from placement import exception
 from placement import querylang
 from placement import versions
+from placement.candidates import capacity
 from placement.candidates import explain
 from placement.db import audit
 
@@ -58,6 +63,33 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         help='Delete what is reported as orphaned or empty consumers.')
     parser.set_defaults(func=_audit)
 
+    parser = subparsers.add_parser(
+        'capacity', help='Count how many more instances of flavours fit, '
+                         'and where (extension).')
+    parser.add_argument(
+        'queries', nargs='*', metavar='QUERY',
+        help='A flavour as the query string of GET /allocation_candidates '
+             "asking for one instance, e.g. 'resources=VCPU:1,MEMORY_MB:"
+             "2048'; unnamed.")
+    parser.add_argument(
+        '--flavour', action='append', default=[], metavar='NAME=QUERY',
+        help='A named flavour (repeatable).')
+    parser.add_argument(
+        '--file', metavar='FILE',
+        help="Named flavours, one a line: the name, blanks, the query "
+             "string ('#' comments; '-': standard input).")
+    parser.add_argument(
+        '--microversion', default='latest',
+        help='The microversion to read the query strings at (default: '
+             'latest).')
+    parser.add_argument(
+        '--hosts', type=int, metavar='N',
+        help='Hosts to list per flavour, most room first (default: none '
+             'in text, 20 with --json).')
+    parser.add_argument('--json', action='store_true',
+                        help='Print the JSON document of the HTTP extension.')
+    parser.set_defaults(func=_capacity)
+
 
 def _fail(message):
     print('placement-manage: %s' % message, file=sys.stderr)
@@ -91,6 +123,94 @@ def _explain(conf, database):
     else:
         print(explanation.text())
     return OK
+
+
+# -- capacity --------------------------------------------------------------
+
+# Hosts listed per flavour with --json when --hosts is not given, as the
+# HTTP extension lists them.
+JSON_HOSTS = 20
+
+
+def _capacity(conf, database):
+    command = conf.command
+    try:
+        version = versions.from_text(command.microversion)
+    except versions.UnknownVersion as exc:
+        return _fail('invalid microversion: %s' % exc)
+    try:
+        named = _named_flavours(command)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return _fail(str(exc))
+    if not named:
+        return _fail('no flavour given: QUERY, --flavour NAME=QUERY or '
+                     '--file FILE')
+    flavours = []
+    for name, query in named:
+        try:
+            request = querylang.parse(urllib.parse.parse_qsl(
+                query, keep_blank_values=True), version)
+        except exception.BadInput as exc:
+            return _fail(capacity.named(name, str(exc)) if name
+                         else str(exc))
+        flavours.append(capacity.Flavour(name, query, request))
+    hosts = command.hosts
+    if hosts is None:
+        hosts = JSON_HOSTS if command.json else 0
+    if hosts < 0:
+        return _fail('--hosts must not be negative')
+    try:
+        answer = database.read(capacity.count, flavours, hosts)
+    except exception.Invalid as exc:
+        return _fail(str(exc))
+    except sa.exc.DBAPIError as exc:
+        return _fail('database error: %s' % exc.orig)
+    if command.json:
+        print(json.dumps(dict(answer.as_dict(),
+                              microversion=versions.to_text(version)),
+                         indent=2))
+    else:
+        print(_capacity_text(answer))
+    return OK
+
+
+def _named_flavours(command):
+    """(name, query) of the flavours the command line gives, in order."""
+    named = [('', query) for query in command.queries]
+    for given in command.flavour:
+        name, equals, query = given.partition('=')
+        if not equals or not name:
+            raise ValueError('--flavour %s: expected NAME=QUERY' % given)
+        named.append((name, query))
+    if command.file:
+        if command.file == '-':
+            named += capacity.flavours_from_lines(sys.stdin)
+        else:
+            with open(command.file) as source:
+                named += capacity.flavours_from_lines(source)
+    return named
+
+
+def _capacity_text(answer):
+    rows = [('flavour', 'fit', 'limited by', 'method', 'query')]
+    rows += [(flavour.name or '-', str(flavour.fit),
+              flavour.limited_by or '-', flavour.method, flavour.query)
+             for flavour in answer.flavours]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    lines = ['  '.join([value.ljust(width) if column != 1
+                        else value.rjust(width)
+                        for column, (value, width)
+                        in enumerate(zip(row, widths))] + [row[4]])
+             for row in rows]
+    for flavour in answer.flavours:
+        for host in flavour.hosts:
+            lines.append('  %s: %s (%s) %d, limited by %s (%s)' % (
+                flavour.name or flavour.query, host.name, host.uuid,
+                host.fit, host.limited_by or '-', host.method))
+    for rc, free, hosts in answer.stranded:
+        lines.append('stranded: %s %d on %d host(s) where no flavour fits'
+                     % (rc, free, hosts))
+    return '\n'.join(lines)
 
 
 # -- audit -----------------------------------------------------------------

@@ -95,7 +95,7 @@ def _build(api, rng):
 
 def _existing_usage(cloud, rng):
     """A few instances already there, placed as the API would."""
-    for number in range(rng.randint(0, 3)):
+    for _number in range(rng.randint(0, 3)):
         query = 'resources=VCPU:1,MEMORY_MB:512&limit=%d' % rng.randint(1, 5)
         found = cloud.api.get('/allocation_candidates?' + query,
                               version=VERSION).json

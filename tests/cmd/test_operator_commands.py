@@ -7,22 +7,7 @@ import uuid as uuidlib
 
 import pytest
 
-from placement.cmd import manage
-
 import api_cloud
-
-
-@pytest.fixture
-def manage_cli(backend, tmp_path, capsys):
-    """``run(*args)`` -> (exit status, stdout lines, stderr)."""
-    conf = tmp_path / 'placement.conf'
-    conf.write_text('[placement_database]\nconnection = %s\n' % backend.url)
-
-    def run(*args):
-        status = manage.main(['--config-file', str(conf)] + list(args))
-        out, err = capsys.readouterr()
-        return status, out.splitlines(), err
-    return run
 
 
 @pytest.fixture

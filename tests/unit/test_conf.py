@@ -56,7 +56,7 @@ def test_connection_is_secret():
 def test_list_opts_groups():
     names = [getattr(g, 'name', g) for g, _ in conf.list_opts()]
     assert names == ['DEFAULT', 'api', 'placement', 'placement_database',
-                     'workarounds', 'metrics', 'healthcheck',
+                     'workarounds', 'metrics', 'healthcheck', 'capacity',
                      'oslo_middleware']
 
 

@@ -11,6 +11,7 @@ endpoint does not exist at 1.0. The explanation itself is
 writes to its DEBUG log, on one line, when it finds nothing).
 """
 import functools
+from typing import Callable
 
 import flask
 import microversion_parse
@@ -37,7 +38,8 @@ def _latest_version():
         {'HTTP_OPENSTACK_API_VERSION': 'placement latest'})
 
 
-def latest_by_default(view):
+def latest_by_default(view: Callable[..., flask.Response]
+                      ) -> Callable[..., flask.Response]:
     """A request without a placement version header gets the latest
     microversion instead of 1.0.
     """
