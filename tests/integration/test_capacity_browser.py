@@ -9,7 +9,9 @@ out first per flavour, usage per class and per aggregate, the fullest
 hosts, stranded capacity); a non-admin token gets the refusal and no
 data; the token given is kept in sessionStorage only; and a screenshot
 of the page is not blank and has the headline numbers where the page
-draws them.
+draws them. Behind a real Keystone (test_keystone's, from
+.venv-keystone) the page asks for a token before asking anything, shows
+a member's refusal, an admin's numbers, and asks again for a bogus one.
 """
 import pathlib
 import struct
@@ -18,6 +20,9 @@ import zlib
 
 import pytest
 import requests
+import test_keystone
+from test_keystone import identities  # noqa: F401  (fixture)
+from test_keystone import keystone  # noqa: F401  (fixture)
 
 import api_cloud
 from conftest import unavailable
@@ -42,21 +47,22 @@ HEADERS = {'X-Auth-Token': 'admin',
 class _Api:
     """api_cloud.Cloud's client, over HTTP to ``url``."""
 
-    def __init__(self, url):
+    def __init__(self, url, token='admin'):
         self.url = url
+        self.headers = dict(HEADERS, **{'X-Auth-Token': token})
 
     def request(self, method, path, json=None):
         response = requests.request(method, self.url + path, json=json,
-                                    headers=HEADERS, timeout=30)
+                                    headers=self.headers, timeout=30)
         return types.SimpleNamespace(
             status_code=response.status_code,
             json=response.json() if response.content else None)
 
 
-def _seed(url):
+def _seed(url, token='admin'):
     """Six hosts in two aggregates, some used; one with memory left but
     no VCPU (stranded), one with a GPU trait on a full host."""
-    cloud = api_cloud.Cloud(_Api(url))
+    cloud = api_cloud.Cloud(_Api(url, token))
     standard = {'VCPU': {'total': 16, 'allocation_ratio': 4.0},
                 'MEMORY_MB': {'total': 65536, 'reserved': 512},
                 'DISK_GB': 1000}
@@ -73,17 +79,36 @@ def _seed(url):
     return cloud
 
 
+def _flavours_file(workdir):
+    path = workdir / 'flavours'
+    path.write_text(''.join('%s %s\n' % item for item in FLAVOURS.items()))
+    return str(path)
+
+
 @pytest.fixture(scope='module')
 def service(tmp_path_factory):
     workdir = tmp_path_factory.mktemp('capacity-page')
-    flavours = workdir / 'flavours'
-    flavours.write_text(''.join('%s %s\n' % item
-                                for item in FLAVOURS.items()))
     with gunicorn_server.placement_server(workdir, {
-            'capacity': {'flavours_file': str(flavours)}},
+            'capacity': {'flavours_file': _flavours_file(workdir)}},
             workers=2) as server:
         _seed(server.url)
         yield server
+
+
+@pytest.fixture(scope='module')
+def behind_keystone(tmp_path_factory, keystone, identities):
+    """(the service with auth_strategy keystone, {persona: token})."""
+    workdir = tmp_path_factory.mktemp('capacity-page-keystone')
+    with gunicorn_server.placement_server(workdir, {
+            'api': {'auth_strategy': 'keystone'},
+            'keystone_authtoken': test_keystone.authtoken_options(
+                keystone.url),
+            'capacity': {'flavours_file': _flavours_file(workdir)}},
+            workers=1) as server:
+        tokens = {persona: test_keystone.token(keystone, persona)
+                  for persona in ('project-admin', 'project-member')}
+        _seed(server.url, tokens['project-admin'])
+        yield server, tokens
 
 
 @pytest.fixture(scope='module')
@@ -245,6 +270,52 @@ def test_the_token_stays_in_the_tab(service, browser):
     ) == 'admin'
     assert browser.execute_script('return localStorage.length') == 0
     assert browser.get_cookies() == []
+
+
+def test_behind_keystone_the_page_asks_for_a_token(behind_keystone,
+                                                   browser):
+    server, tokens = behind_keystone
+    # No token yet: the form, and no request for the answer.
+    assert _open(browser, server.url + '/x-capacity') == 'login'
+    assert browser.find_element('id', 'login').is_displayed()
+    assert not browser.execute_script(
+        'return performance.getEntriesByType("resource").filter('
+        'function (e) { return e.name.indexOf("x-capacity/") >= 0; })'
+        '.length')
+
+    def give(token):
+        field = browser.find_element('id', 'token')
+        field.clear()
+        field.send_keys(token)
+        browser.find_element('css selector', '#login-form button').click()
+        return _state(browser)
+
+    # A member's token: refused, nothing shown.
+    assert give(tokens['project-member']) == 'forbidden'
+    assert not browser.find_elements('css selector', '.card')
+    assert 'Refused (403)' in browser.find_element('id', 'refusal').text
+
+    browser.find_element('id', 'forget').click()
+    assert give(tokens['project-admin']) == 'shown'
+    answer = requests.get(
+        server.url + '/x-capacity/flavours', timeout=30, headers=dict(
+            HEADERS, **{'X-Auth-Token': tokens['project-admin']})).json()
+    shown = {card.get_attribute('data-flavour'): _number(
+        card.find_element('css selector', '.fit span').text)
+        for card in browser.find_elements('css selector', '.card')}
+    assert shown == {f['name']: f['fit'] for f in answer['flavours']}
+    # Kept for the tab only.
+    assert browser.execute_script(
+        'return sessionStorage.getItem("placement-capacity-token")'
+    ) == tokens['project-admin']
+    assert browser.execute_script('return localStorage.length') == 0
+    assert browser.get_cookies() == []
+    # A bogus token: asked again.
+    browser.find_element('id', 'forget').click()
+    assert give('not-a-keystone-token') == 'unauthorized'
+    assert browser.find_element('id', 'login').is_displayed()
+    assert browser.execute_script(
+        'return sessionStorage.getItem("placement-capacity-token")') is None
 
 
 def test_one_flavour_from_the_page_query_string(service, browser):
