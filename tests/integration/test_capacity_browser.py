@@ -119,7 +119,11 @@ def browser():
                         'a browser (Debian packages chromium and '
                         'chromium-driver; tools/integration-deps.sh '
                         'installs them)' % path)
-    webdriver = pytest.importorskip('selenium.webdriver')
+    try:
+        from selenium import webdriver
+    except ImportError:
+        unavailable('selenium is not installed (the test extra): the '
+                    'capacity page is NOT tested in a browser')
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for argument in ('--headless=new', '--no-sandbox', '--disable-gpu',
