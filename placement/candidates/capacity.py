@@ -259,22 +259,33 @@ class _Counter:
 
     def hosts(self) -> dict[int, HostFit]:
         """{root id: HostFit} of every anchor with a count, 0 included."""
-        plan, sharing = self.plan, self.universe.sharing
-        levels = range(len(plan.slots))
-        # Union-find over anchors and the sharing providers they may use.
+        plan, sharing, walk = self.plan, self.universe.sharing, self.walk
+        # Union-find over the anchors whose options hold sharing
+        # providers, and those providers.
         leader: dict[tuple[str, int], tuple[str, int]] = {}
-        for number, anchor in enumerate(plan.anchors, 1):
-            if not number % 4096:
+        anchor_set = set(plan.anchors)
+        for provider in sharing:
+            # A sharing provider is an option of its own tree's anchor
+            # and of those it serves, if of any.
+            served = self.universe.share_anchors.get(provider, set()) | {
+                self.universe.root[provider]}
+            for anchor in served & anchor_set:
+                if any(provider in options[anchor]
+                       for options in plan.options):
+                    leader.setdefault(('anchor', anchor), ('anchor', anchor))
+                    _union(leader, ('anchor', anchor), ('sharing', provider))
+        free: list[int] = []
+        tied: list[int] = []
+        for anchor in plan.anchors:
+            if ('anchor', anchor) not in leader:
+                (free if walk.every_combination(anchor) else tied).append(
+                    anchor)
+        for anchor, room in self._rooms(free).items():
+            self._note(anchor, room, EXACT)
+        for number, anchor in enumerate(tied, 1):
+            if not number % 1024:
                 watchdog.check()
-            shared = {provider for level in levels
-                      for provider in plan.options[level][anchor]
-                      if provider in sharing}
-            if not shared:
-                self._alone(anchor)
-                continue
-            leader.setdefault(('anchor', anchor), ('anchor', anchor))
-            for provider in shared:
-                _union(leader, ('anchor', anchor), ('sharing', provider))
+            self._tied(anchor)
         groups = collections.defaultdict(list)
         for node in leader:
             if node[0] == 'anchor':
@@ -292,31 +303,59 @@ class _Counter:
             None if limited_by is None else self.class_names[limited_by],
             method)
 
-    def _alone(self, anchor):
-        """A host no other host competes with."""
-        if self.walk.every_combination(anchor):
-            self._note(anchor, self._slot_room(anchor), EXACT)
-            return
-        levels = range(len(self.plan.slots))
-        if all(len(self.plan.options[level][anchor]) == 1
-               for level in levels):
-            chosen = self.walk.first(anchor)
-            if chosen is None:
-                self._note(anchor, (0, None), EXACT)
-            else:
-                self._note(anchor, self._candidate_room(chosen), EXACT)
-            return
-        self._place([anchor])
+    def _tied(self, anchor):
+        """A host no other host competes with, whose slots are tied
+        together. When all its candidates take the same amounts from the
+        same rows (one candidate; groups alike on alike providers), usage
+        grows alike whichever is placed: the count is that of the one
+        that fits the longest. Else placed one by one.
+        """
+        found = list(self.walk.walk(anchor))
+        takings = {frozenset(self._taking(chosen).items())
+                   for _anchor, chosen in found}
+        if len(takings) > 1:
+            self._place([anchor], found)
+        else:
+            self._note(anchor, max(
+                (self._candidate_room(chosen) for _anchor, chosen in found),
+                default=(0, None)), EXACT)
 
-    def _level_room(self, level, providers):
-        """(instances, binding class) that slot ``level`` can still take
-        from ``providers``, one after the other, in any order."""
+    def _rooms(self, anchors, levels=None):
+        """{anchor: (instances, binding class)} of anchors every
+        combination of whose options is a candidate: the least over
+        their slots (or those of ``levels``) of what the slot's options
+        can give one after the other, in any order; (None, None) where
+        the slots take nothing."""
+        plan = self.plan
+        rooms: dict[int, tuple[Any, Any]] = dict.fromkeys(
+            anchors, (None, None))
+        for level in range(len(plan.slots)) if levels is None else levels:
+            amounts = plan.slot_amounts[level]
+            options = plan.options[level]
+            if len(amounts) == 1:
+                (rc, amount), = amounts
+                spare = self.universe.spare(rc)
+                for anchor in anchors:
+                    fit = sum([spare[provider] // amount
+                               for provider in options[anchor]])
+                    least = rooms[anchor][0]
+                    if least is None or fit < least:
+                        rooms[anchor] = (fit, rc)
+                continue
+            for anchor in anchors:
+                room = self._level_room(amounts, options[anchor])
+                least = rooms[anchor][0]
+                if room is not None and (least is None or room[0] < least):
+                    rooms[anchor] = room
+        return rooms
+
+    def _level_room(self, amounts, providers):
+        """(instances, binding class) that a slot of several ``amounts``
+        (none: None) can still take from ``providers``, one after the
+        other, in any order."""
+        if not amounts:
+            return None
         inventory = self.universe.inventory
-        amounts = self.plan.slot_amounts[level]
-        if len(amounts) == 1:
-            (rc, amount), = amounts
-            return sum(engine.times(inventory[provider, rc], amount)
-                       for provider in providers), rc
         total = 0
         by_class: collections.Counter = collections.Counter()
         for provider in providers:
@@ -326,38 +365,44 @@ class _Counter:
             by_class.update(each)
         return total, min(by_class, key=lambda rc: (by_class[rc], rc))
 
-    def _slot_room(self, anchor, levels=None):
-        """(instances, binding class) of an anchor every combination of
-        whose options is a candidate: the least of its slots' (or those
-        of ``levels``'); (None, None) for slots that take nothing."""
-        plan = self.plan
-        best: tuple[Any, Any] = (None, None)
-        for level in range(len(plan.slots)) if levels is None else levels:
-            if not plan.slot_amounts[level]:
-                continue
-            room = self._level_room(level, plan.options[level][anchor])
-            if best[0] is None or room[0] < best[0]:
-                best = room
-        return best
-
-    def _candidate_room(self, chosen):
-        """(instances, binding class) of one candidate taken again and
-        again."""
-        taking: collections.Counter = collections.Counter()
+    def _taking(self, chosen):
+        """{(provider, class): (amount, largest slot's amount)} that
+        candidate ``chosen`` takes."""
+        taking: dict[tuple[int, int], tuple[int, int]] = {}
         for provider, amounts in zip(chosen, self.plan.slot_amounts):
             for rc, amount in amounts:
-                taking[provider, rc] += amount
-        inventory = self.universe.inventory
-        return min((engine.times(inventory[key], amount), key[1])
-                   for key, amount in taking.items())
+                total, largest = taking.get((provider, rc), (0, 0))
+                taking[provider, rc] = (total + amount, max(largest, amount))
+        return taking
+
+    def _candidate_room(self, chosen, universe=None):
+        """(instances, binding class) of one candidate taken again and
+        again (from the rows of ``universe``, by default the counter's).
+        """
+        inventory = (universe or self.universe).inventory
+        return min((engine.times(inventory[key], amount, largest), key[1])
+                   for key, (amount, largest)
+                   in self._taking(chosen).items())
 
     def _competing(self, anchors):
         """Hosts that share providers: a pool when they can, else placed
         one by one."""
-        if len(anchors) == 1:
-            self._alone(anchors[0])
-        elif not self._pooled(anchors):
-            self._place(anchors)
+        walk = self.walk
+        kept = []
+        for anchor in anchors:
+            if walk.every_combination(anchor) or walk.first(anchor):
+                kept.append(anchor)
+            else:
+                # Never a candidate here: options only shrink.
+                self._note(anchor, (0, None), EXACT)
+        if len(kept) == 1:
+            # Sharing providers no other host uses.
+            if walk.every_combination(kept[0]):
+                self._note(kept[0], self._rooms(kept)[kept[0]], EXACT)
+            else:
+                self._tied(kept[0])
+        elif kept and not self._pooled(kept):
+            self._place(kept)
 
     def _pooled(self, anchors):
         """Count ``anchors`` whose every combination of options is a
@@ -381,7 +426,7 @@ class _Counter:
                 private.append(level)
             else:
                 return False
-        pool = self._slot_room(anchors[0], common)
+        pool = self._rooms([anchors[0]], common)[anchors[0]]
         if not private:
             # Sharing providers only: the same candidates for every anchor,
             # which GET /allocation_candidates gives once, at the first.
@@ -389,7 +434,7 @@ class _Counter:
             for anchor in anchors[1:]:
                 self._note(anchor, (0, None), EXACT)
             return True
-        own = {anchor: self._slot_room(anchor, private) for anchor in anchors}
+        own = self._rooms(anchors, private)
         if any(fit is None for fit, _rc in own.values()):
             return False
         hosts_sum = sum(fit for fit, _rc in own.values())
@@ -455,29 +500,32 @@ class _Counter:
                 heapq.heappush(heap, (-found[0], order, anchor, found[1]))
         return placed
 
-    def _place(self, anchors):
+    def _place(self, anchors, candidates=None):
         """Place instances one by one on the hosts ``anchors`` (and the
         sharing providers they use), each on the first candidate as
-        GET /allocation_candidates orders them, until none is left."""
+        GET /allocation_candidates orders them, until none is left.
+
+        Their candidates (``candidates`` when made already) are made
+        once, and their usage changed in a scratch copy of their rows:
+        the candidates of a later state are those that still fit it
+        (Plan.fits).
+        """
         plan = self.plan
-        anchor_set = set(anchors)
         scratch = self.universe.scratch(
             provider for anchor in anchors
             for level in range(len(plan.slots))
             for provider in plan.options[level][anchor])
+        left = (list(plan.candidates(anchors=anchors)) if candidates is None
+                else candidates)
         placed = dict.fromkeys(anchors, 0)
         last: dict[int, tuple[int, ...]] = {}
         while True:
             watchdog.check()
-            step = engine.Plan(
-                scratch, plan.needs, anchor_set.__contains__,
-                isolate=plan.isolate, same_subtrees=plan.same_subtrees,
-                nested=plan.nested)
-            chosen = list(step.candidates())
-            if not chosen:
+            left = [item for item in left if plan.fits(item[1], scratch)]
+            if not left:
                 break
-            anchor, first = step.most_room_first(chosen)[0]
-            for provider, amounts in zip(first, step.slot_amounts):
+            anchor, first = plan.most_room_first(left, scratch)[0]
+            for provider, amounts in zip(first, plan.slot_amounts):
                 for rc, amount in amounts:
                     scratch.take(provider, rc, amount)
             placed[anchor] += 1
@@ -485,19 +533,8 @@ class _Counter:
         for anchor in anchors:
             limited_by = None
             if anchor in last:
-                limited_by = self._exhausted(scratch, last[anchor])
+                limited_by = self._candidate_room(last[anchor], scratch)[1]
             self._note(anchor, (placed[anchor], limited_by), PLACED)
-
-    def _exhausted(self, scratch, chosen):
-        """The class of which ``chosen`` (the last candidate placed on a
-        host) has the least left, in instances."""
-        taking: collections.Counter = collections.Counter()
-        for provider, amounts in zip(chosen, self.plan.slot_amounts):
-            for rc, amount in amounts:
-                taking[provider, rc] += amount
-        return min((engine.times(scratch.inventory[key], amount), key[1])
-                   for key, amount in taking.items())[1]
-
 
 def _union(leader, first, second):
     leader.setdefault(second, second)

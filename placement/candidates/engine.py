@@ -109,6 +109,7 @@ class Universe:
         self.ratios_differ = False
         self._ancestry: dict[int, set[int]] = {}
         self._room: dict[tuple[int, int], int] = {}
+        self._spare: dict[int, dict[int, int]] = {}
 
     def add_inventories(self, rows: Iterable[sql.Inventory]) -> None:
         root, parent = self.root, self.parent
@@ -167,10 +168,10 @@ class Universe:
         copy.aggregates, copy.sharing = self.aggregates, self.sharing
         copy.share_anchors = self.share_anchors
         copy._ancestry = self._ancestry
-        wanted = set(providers)
+        inventory = self.inventory
         copy.add_inventories(
-            inv for rows in self.by_class.values() for inv in rows
-            if inv.provider in wanted)
+            inventory[provider, rc] for provider in sorted(set(providers))
+            for rc in self.by_class if (provider, rc) in inventory)
         return copy
 
     def take(self, provider: int, rc: int, amount: int) -> None:
@@ -182,6 +183,7 @@ class Universe:
         rows = self.by_class[rc]
         rows[rows.index(inv)] = taken
         self._room.pop(key, None)
+        self._spare.pop(rc, None)
 
     def add_traits(self, rows: Iterable[Sequence[int]]) -> None:
         """(provider, trait, root) rows: who holds which trait."""
@@ -263,6 +265,16 @@ class Universe:
                 inv.max_unit)
         return room
 
+    def spare(self, rc: int) -> dict[int, int]:
+        """{provider: units of class ``rc`` it still has the capacity
+        for}, by the checks ``times`` makes (kept: usage does not change
+        in a universe but in a scratch copy, whose ``take`` drops it)."""
+        found = self._spare.get(rc)
+        if found is None:
+            found = self._spare[rc] = {inv.provider: times(inv, 1)
+                                       for inv in self.by_class.get(rc, ())}
+        return found
+
     def missing_links(self, providers: Iterable[int]) -> set[int]:
         """Providers on the way up from ``providers`` whose parent is not
         known yet.
@@ -292,16 +304,24 @@ class Universe:
         return found
 
 
-def times(inv: sql.Inventory, amount: int) -> int:
+def times(inv: sql.Inventory, amount: int, largest: int | None = None
+          ) -> int:
     """How many requests of ``amount``, one after the other, an inventory
-    still has the capacity for: the checks of ``Universe.fitting`` (the
-    database's arithmetic) and of ``Universe.room`` (the write's), as
-    usage grows by ``amount`` each time. Units and steps are not its
-    concern: they do not change as usage grows.
+    still has the capacity for, by the checks options and walks make as
+    usage grows by ``amount`` each time: ``Universe.fitting`` (the
+    database's arithmetic) of each slot's own amount, the largest of
+    which is ``largest`` when several slots draw ``amount`` between them
+    (by default one slot draws it all), and ``Universe.room`` (the
+    write's) of ``amount``. Units and steps do not change with usage.
     """
-    usable = min(inventory_db.capacity(inv.total, inv.reserved, inv.ratio),
-                 math.floor((inv.total - inv.reserved) * inv.sql_ratio))
-    return max(0, (usable - inv.used) // amount)
+    if largest is None:
+        largest = amount
+    first = (math.floor((inv.total - inv.reserved) * inv.sql_ratio)
+             - inv.used - largest)
+    if first < 0:
+        return 0
+    usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+    return min(first // amount + 1, max(0, usable - inv.used) // amount)
 
 
 def refusals(inv: sql.Inventory, amount: int) -> list[str]:
@@ -540,15 +560,18 @@ class Plan:
                    for anchor in self._common_anchors(levels))
 
     def candidates(self, breadth_first: bool = False,
-                   seen: set[tuple[int, ...]] | None = None
+                   seen: set[tuple[int, ...]] | None = None,
+                   anchors: Iterable[int] | None = None,
                    ) -> Iterator[tuple[int, tuple[int, ...]]]:
-        """Every candidate as (anchor, providers per slot), lazily; a
-        candidate reachable from several anchors (only possible with
-        sharing providers alone) comes once, also across the plans that
-        share the set ``seen``.
+        """Every candidate as (anchor, providers per slot), lazily, or
+        those of ``anchors`` (in order, among the plan's); a candidate
+        reachable from several anchors (only possible with sharing
+        providers alone) comes once, also across the plans that share the
+        set ``seen``.
         """
         walk = _Walk(self, range(len(self.slots)))
-        walks = (walk.walk(anchor) for anchor in self.anchors)
+        walks = (walk.walk(anchor)
+                 for anchor in (self.anchors if anchors is None else anchors))
         if breadth_first:
             stream = _round_robin(walks)
         else:
@@ -562,6 +585,33 @@ class Plan:
                     continue
                 seen.add(chosen)
             yield anchor, chosen
+
+    def fits(self, chosen: Sequence[int],
+             universe: Universe | None = None) -> bool:
+        """Whether candidate ``chosen`` (providers per slot), made
+        earlier, still fits the usage of ``universe`` (by default the
+        plan's; else a ``Universe.scratch`` of it that placements
+        changed): its capacity checked as options (``Universe.fitting``,
+        ``_drop_overdrawn``) and walks (the room of classes several slots
+        draw on) check it. Units, steps, traits, isolation and subtrees
+        do not change with usage.
+        """
+        universe = universe or self.universe
+        inventory = universe.inventory
+        drawn: collections.Counter[tuple[int, int]] = collections.Counter()
+        for provider, amounts in zip(chosen, self.slot_amounts):
+            for rc, amount in amounts:
+                inv = inventory[provider, rc]
+                if (inv.used + amount
+                        > (inv.total - inv.reserved) * inv.sql_ratio):
+                    return False
+                if rc in self.shared:
+                    drawn[provider, rc] += amount
+                elif universe.ratios_differ and amount > universe.room(
+                        provider, rc):
+                    return False
+        return all(amount <= universe.room(*key)
+                   for key, amount in drawn.items())
 
     def _amounts(self, slot):
         """(rc, amount) that the provider chosen for ``slot`` gives."""
@@ -606,7 +656,8 @@ class Plan:
             return allocations, mappings
         return shape
 
-    def most_room_first(self, chosen: list[tuple[int, tuple[int, ...]]]
+    def most_room_first(self, chosen: list[tuple[int, tuple[int, ...]]],
+                        universe: Universe | None = None
                         ) -> list[tuple[int, tuple[int, ...]]]:
         """``chosen`` (anchor, providers per slot) with the candidates
         that leave their providers the most room first; ties keep their
@@ -618,9 +669,10 @@ class Plan:
         would answer all but one of them with a 409. Room is the share of
         each inventory's capacity a candidate leaves, summed over what it
         takes (a slot taking from a provider another slot takes from too
-        is judged on its own amount).
+        is judged on its own amount). The usage is that of ``universe``
+        (as for ``fits``).
         """
-        inventory = self.universe.inventory
+        inventory = (universe or self.universe).inventory
         keys = [0.0] * len(chosen)
         for level, amounts in enumerate(self.slot_amounts):
             for rc, amount in amounts:

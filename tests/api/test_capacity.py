@@ -95,12 +95,17 @@ def test_traits_and_aggregates_as_candidates(api, cloud):
     assert flavour['fit'] == 8
 
 
-def test_competing_groups_placed_one_by_one(api, cloud):
-    """Two groups of one VCPU each on separate NUMA nodes: placed."""
+def test_tied_groups(api, cloud):
+    """Two groups of one VCPU each on separate NUMA nodes take the same
+    whichever way round: counted exactly. One and two VCPUs do not:
+    placed one by one (after the first, 1 and 0 are left)."""
     [flavour] = _answer(api, 'resources1=VCPU:1&resources2=VCPU:1'
                         '&group_policy=isolate')['flavours']
-    assert _hosts(cloud, flavour) == {
-        'numa': (2, 'VCPU', 'placed one by one')}
+    assert _hosts(cloud, flavour) == {'numa': (2, 'VCPU', 'exact')}
+    [flavour] = _answer(api, 'resources1=VCPU:1&resources2=VCPU:2'
+                        '&group_policy=none&hosts=10')['flavours']
+    assert _hosts(cloud, flavour)['numa'] == (1, 'VCPU', 'placed one by one')
+    assert _hosts(cloud, flavour)['flat-1'] == (2, 'VCPU', 'exact')
     assert flavour['method'] == 'placed one by one'
 
 
