@@ -301,6 +301,12 @@ def test_behind_keystone_the_page_asks_for_a_token(behind_keystone,
 
     browser.find_element('id', 'forget').click()
     assert give(tokens['project-admin']) == 'shown'
+    # Another token refused after an answer: nothing of it stays.
+    browser.find_element('id', 'forget').click()
+    assert give(tokens['project-member']) == 'forbidden'
+    assert not browser.find_elements('css selector', '.card, tbody td')
+    browser.find_element('id', 'forget').click()
+    assert give(tokens['project-admin']) == 'shown'
     answer = requests.get(
         server.url + '/x-capacity/flavours', timeout=30, headers=dict(
             HEADERS, **{'X-Auth-Token': tokens['project-admin']})).json()
