@@ -15,22 +15,28 @@ one universe of rows read once for all the flavours.
 How each count is obtained (``method``):
 
 * ``exact``: a host whose candidates use no sharing provider is on its
-  own; when every combination of its options is a candidate (nothing
-  ties the slots together) each slot draws on its own rows, so the count
-  is the least, over its slots, of what their options can give one after
-  the other (``engine.times``), whatever the order; when its options
-  leave one candidate only, the least over that candidate's rows. Sharing
-  providers one slot of every host of a group draws on alike (a disk
-  shared through an aggregate) are a pool: the group's total is the
-  least of its hosts' sum and the pool, and the hosts' counts are exact
-  when the pool does not bind. None of this lists candidates.
-* ``placed one by one``: anything else (slots tied together by group
-  isolation, same_subtree or shared classes on a host with choices;
-  hosts competing for sharing providers otherwise; a pool that binds) is
-  placed in memory: the engine's candidates of the hosts that compete,
-  the first as most_room_first orders them taken, its usage applied,
-  again. A binding pool only spreads its count over its hosts that way,
-  in the order of their own rows' room.
+  own. When every combination of its options is a candidate (nothing
+  ties the slots together), each slot draws on its own rows, so the
+  count is the least, over its slots, of what their options can give one
+  after the other (``engine.times``), in whatever order. When its slots
+  are tied (group isolation, same_subtree, classes several slots share)
+  but all its candidates take the same amounts from the same rows (one
+  candidate; alike groups on alike NUMA nodes), usage grows the same
+  whichever is placed: the count is that of the candidate that fits the
+  longest. Sharing providers that one slot of every host of a group
+  draws on alike (a disk shared through an aggregate) are a pool: the
+  group's total is the least of its hosts' sum and the pool, and the
+  hosts' counts are exact while the pool does not bind. None of this
+  lists candidates; a host without any is found by one step of a walk.
+* ``placed one by one``: anything else (a host whose candidates take
+  differently; hosts competing for sharing providers otherwise) is
+  placed in memory: the candidates of the hosts that compete are made
+  once, and each step takes the first of those that still fit
+  (``engine.Plan.fits``) as most_room_first orders them, in a scratch
+  copy of their rows. A binding pool spreads its total over its hosts
+  that way too, in the order of their own rows' room (the pool's share
+  of the room being the same for all): that split, not the total, is
+  then "placed one by one".
 
 The answer as JSON (``Answer.as_dict``)::
 

@@ -35,8 +35,9 @@ import servers
 
 FLAVOURS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              'capacity_flavours.txt')
-# os-capacity's candidates requests (it asks at 1.29 for nested trees).
-PATTERN_VERSION = '1.29'
+# The pattern's microversion: the highest both serve (the gold flavour
+# needs root_required, 1.35).
+PATTERN_VERSION = '1.39'
 PER_PROVIDER = ('inventories', 'usages', 'aggregates')
 FULL_PATTERN_NODES = 10000
 DEFAULT_SAMPLE = 2000

@@ -396,3 +396,47 @@ def test_conditions_no_sharing_provider_meets_are_known():
     narrowing.learn_sharing([disk], [{7}, set()])
     assert narrowing.unshared == {'rc_0', 'required_0'}
     assert narrowing.shape().unshared == ('rc_0', 'required_0')
+
+
+def _inventory(total, used=0, ratio=1.0, sql_ratio=None, reserved=0):
+    return sql.Inventory(1, VCPU, 1, None, total, reserved, ratio,
+                         ratio if sql_ratio is None else sql_ratio, 1,
+                         total, 1, used)
+
+
+@pytest.mark.parametrize('inventory, amount, largest, expected', [
+    # (16 - 2) x 2.0 = 28 usable, 5 used: 23 left.
+    (_inventory(16, used=5, ratio=2.0, reserved=2), 4, None, 5),
+    (_inventory(16, used=5, ratio=2.0, reserved=2), 23, None, 1),
+    (_inventory(16, used=30, ratio=2.0, reserved=2), 1, None, 0),
+    # MySQL's single precision: 10 x 0.7 is 7 for the write, 6.99... in
+    # SQL, so one slot of 1 fits six times; two slots of 1 (2 a time)
+    # fit while each unit fits by SQL and both by the write: 3 times.
+    (_inventory(10, ratio=0.7, sql_ratio=0.699999988079071), 1, None, 6),
+    (_inventory(10, ratio=0.7, sql_ratio=0.699999988079071), 2, 1, 3),
+    (_inventory(10, used=4, ratio=0.7, sql_ratio=0.699999988079071),
+     2, 1, 1),
+])
+def test_times(inventory, amount, largest, expected):
+    """How often an inventory still takes an amount, as the checks of
+    options (each slot's amount) and walks (the slots' sum) say."""
+    assert engine.times(inventory, amount, largest) == expected
+
+
+def test_fits_and_scratch():
+    """A candidate made earlier still fits a scratch copy's usage until
+    what was taken there leaves no room; the universe is unchanged."""
+    world = World()
+    world.provider(1, inventory={VCPU: 4, MEM: 100})
+    plan = engine.Plan(world.universe, [engine.Need(
+        '', resources=((VCPU, 2), (MEM, 10)))], lambda root: True)
+    [(anchor, chosen)] = list(plan.candidates())
+    scratch = world.universe.scratch([1])
+    assert plan.fits(chosen, scratch)
+    scratch.take(1, VCPU, 2)
+    assert plan.fits(chosen, scratch)
+    scratch.take(1, VCPU, 2)
+    assert not plan.fits(chosen, scratch)
+    assert plan.fits(chosen)
+    assert world.universe.spare(VCPU) == {1: 4}
+    assert scratch.spare(VCPU) == {1: 0}
