@@ -292,13 +292,43 @@ metrics_opts = [
         'capacity_cache_seconds',
         default=5.0,
         min=0,
-        help='While provider_metrics or aggregate_metrics is on, how long '
-             'a process reuses what it read from the database for a '
-             'scrape (these series, the per resource class series and the '
-             'database_up gauges) before reading again, so that several '
+        help='While provider_metrics, aggregate_metrics or '
+             'capacity_flavours is on, how long a process reuses what it '
+             'read from the database for a scrape (these series, the per '
+             'resource class series and the database_up gauges) before '
+             'reading again, so that several '
              'scrapers cost one read per process per interval. 0 reads at '
              'every scrape. Without those options the per resource class '
              'series are read at every scrape.'),
+    cfg.ListOpt(
+        'capacity_flavours',
+        default=[],
+        help='Named flavours (of [capacity] flavours_file) whose headroom '
+             'the metrics report, counted as GET '
+             '/x-capacity/allocation_candidates counts it: under '
+             'os-capacity\'s names and labels '
+             '(openstack_free_capacity_by_flavor_total{flavor_name}, '
+             'openstack_free_capacity_hypervisor_by_flavor{hypervisor, '
+             'flavor_name, az_aggregate, project_aggregate}), so that '
+             'its dashboards and alerts keep working, and per aggregate '
+             '(placement_capacity_aggregate_fit{aggregate, '
+             'aggregate_name, flavor_name}); with the free units no '
+             'such flavour can use (placement_capacity_stranded, '
+             'placement_capacity_stranded_hosts{resource_class}). '
+             'Counted once per capacity_cache_seconds per process. An '
+             'unknown name stops the service from starting. Empty: none '
+             'of these series.'),
+    cfg.StrOpt(
+        'aggregate_names_file',
+        help='A file naming aggregates, which Placement knows by uuid '
+             'only, for the labels of the capacity_flavours series: one '
+             'aggregate a line, "uuid name [availability_zone=ZONE] '
+             '[filter_tenant_id=PROJECT]" (a shell\'s quoting; # '
+             'comments). The name labels its per-aggregate series '
+             '(aggregate_name; unnamed aggregates by their uuid); Nova\'s '
+             'availability_zone and filter_tenant_id* metadata give its '
+             'hosts os-capacity\'s az_aggregate and project_aggregate '
+             'labels. Read again when it changes.'),
 ]
 
 healthcheck_group = cfg.OptGroup(

@@ -7,7 +7,9 @@
 # its MariaDB Galera cluster with (mariadb-server, galera-4, rsync for SST,
 # haproxy), the PostgreSQL server tools/pg-replica.sh runs (postgresql,
 # when no version is installed), Patroni and etcd for tools/patroni.sh, and
-# promtool (prometheus) for the tests of etc/prometheus/'s rules.
+# promtool (prometheus) for the tests of etc/prometheus/'s rules, and
+# Chromium with its WebDriver (chromium, chromium-driver) for the browser
+# test of the capacity page (GET /x-capacity).
 # Idempotent: each step runs only when its result is missing (apt is not
 # called at all when every package is installed, so a running system MariaDB
 # or PostgreSQL is never upgraded or restarted), and the package lists are
@@ -34,6 +36,9 @@ APT_PACKAGES+=(patroni etcd-server)
 # package also brings a Prometheus server, which systemd starts where it
 # runs; the tests use promtool alone.
 APT_PACKAGES+=(prometheus)
+# The capacity page's browser test: headless Chromium driven by Selenium
+# (the test extra) through chromedriver.
+APT_PACKAGES+=(chromium chromium-driver)
 # tools/pg-replica.sh: any installed PostgreSQL server's binaries will do
 # (/usr/lib/postgresql/*/bin: initdb, pg_ctl, postgres, pg_basebackup), so
 # the package is only asked for when there are none; a system cluster that

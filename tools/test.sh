@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine too: make sure MariaDB and
 # PostgreSQL accept connections, install what the integration tests need
 # (tools/integration-deps.sh: Apache, mod_wsgi, the MariaDB client
-# headers, HAProxy, Galera, Patroni; tools/integration-venvs.sh: Keystone,
+# headers, HAProxy, Galera, Patroni, promtool, Chromium and its driver;
+# tools/integration-venvs.sh: Keystone,
 # the openstack CLI and upstream placement, each in a venv), start the
 # private servers they use (a Galera cluster, the PostgreSQL and MariaDB
 # replica pairs, a Galera cluster on network hosts and PostgreSQL under

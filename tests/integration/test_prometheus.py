@@ -6,7 +6,8 @@ directory, scrape and evaluation interval 1 s, and loads
 etc/prometheus/placement-rules.yml. It scrapes, as job ``placement``, two
 gunicorn servers of 3 workers each, each with its own, empty,
 ``PROMETHEUS_MULTIPROC_DIR``, ``[metrics] provider_metrics`` and
-``aggregate_metrics`` on and a short capacity cache. Both use one
+``aggregate_metrics`` on, a named flavour in ``capacity_flavours`` and a
+short capacity cache. Both use one
 PostgreSQL database of their own (on the suite's server,
 ``PLACEMENT_TEST_PG_URL``), reached through a TCP proxy of the test's,
 which can cut them off it; the same database is their
@@ -276,6 +277,9 @@ def cloud(tmp_path_factory):
         proxy = TcpProxy((url.host or '127.0.0.1', url.port or 5432))
         stack.callback(proxy.close)
         proxied = url.set(host='127.0.0.1', port=proxy.port)
+        # A named flavour, for the flavour headroom series.
+        flavours = workdir / 'flavours'
+        flavours.write_text('m1.small resources=VCPU:1,MEMORY_MB:512\n')
         servers = []
         for name in ('api1', 'api2'):
             server = gunicorn_server.placement_server(workdir / name, {
@@ -293,7 +297,9 @@ def cloud(tmp_path_factory):
                     'provider_metrics': 'true',
                     'aggregate_metrics': 'true',
                     'capacity_cache_seconds': '0.5',
+                    'capacity_flavours': 'm1.small',
                 },
+                'capacity': {'flavours_file': str(flavours)},
             }, workers=WORKERS)
             # Each server its own directory, empty at start.
             metrics_dir = workdir / name / 'metrics'
@@ -549,8 +555,8 @@ def test_database_out_of_reach_fires_the_database_alert(cloud):
 
 def test_every_dashboard_query_returns_series(cloud):
     # What the panels show: a provider in an aggregate, a claim on it,
-    # allocation candidates asked of each server (which also checks the
-    # replica).
+    # capacity stranded on another, allocation candidates asked of each
+    # server (which also checks the replica).
     name = 'prom-dash-%s' % uuid.uuid4().hex[:8]
     provider = cloud.provider(name, {'VCPU': {'total': 8},
                                      'MEMORY_MB': {'total': 4096}})
@@ -560,6 +566,10 @@ def test_every_dashboard_query_returns_series(cloud):
                   json={'aggregates': [str(uuid.uuid4())],
                         'resource_provider_generation': generation})
     cloud.allocate(provider, {'VCPU': 2, 'MEMORY_MB': 512})
+    # Memory where the named flavour does not fit: stranded.
+    stranded = cloud.provider('prom-stranded-%s' % uuid.uuid4().hex[:8], {
+        'VCPU': {'total': 2}, 'MEMORY_MB': {'total': 4096}})
+    cloud.allocate(stranded, {'VCPU': 2})
     for server in range(len(cloud.servers)):
         cloud.request('GET', '/allocation_candidates', server=server,
                       params={'resources': 'VCPU:1'})

@@ -1,7 +1,8 @@
 """etc/prometheus/placement-rules.yml: promtool accepts it, its unit tests
 (etc/prometheus/tests/) pass and test every alert firing and not firing,
 and its expressions name only metrics this service exports (or the
-per-provider names of openstack-exporter, and Prometheus' own ``up``).
+per-provider names of openstack-exporter, and Prometheus' own ``up``);
+os-capacity's flavour series are among those it exports.
 """
 import pathlib
 import re
@@ -115,10 +116,15 @@ def test_recording_rules_are_defined_before_use():
             recorded.add(rule['record'])
 
 
-def _exported_names(api_factory):
-    """The sample names of a scrape of a service with an inventory that
-    answered requests, computed candidates and checked a (dead) replica."""
-    api = api_factory(metrics={'enabled': True}, placement_database={
+def _exported_names(api_factory, tmp_path):
+    """The sample names of a scrape of a service with an inventory in an
+    aggregate, a named flavour, that answered requests, computed
+    candidates and checked a (dead) replica."""
+    flavours = tmp_path / 'flavours'
+    flavours.write_text('m1.small resources=VCPU:1\n')
+    api = api_factory(metrics={
+        'enabled': True, 'capacity_flavours': ['m1.small'],
+    }, capacity={'flavours_file': str(flavours)}, placement_database={
         'slave_connection': 'sqlite:////nonexistent-placement-dir/r.db',
         'replica_check_interval': 0.1})
     provider = str(uuid.uuid4())
@@ -127,6 +133,9 @@ def _exported_names(api_factory):
     assert api.put('/resource_providers/%s/inventories' % provider, json={
         'resource_provider_generation': 0,
         'inventories': {'VCPU': {'total': 8}}}).status_code == 200
+    assert api.put('/resource_providers/%s/aggregates' % provider, json={
+        'resource_provider_generation': 1,
+        'aggregates': [str(uuid.uuid4())]}).status_code == 200
     deadline = time.monotonic() + 10
     while True:
         assert api.get('/resource_providers').status_code == 200
@@ -145,8 +154,8 @@ def _exported_names(api_factory):
 
 
 @pytest.mark.sqlite_only
-def test_rules_name_only_exported_metrics(api_factory):
-    exported = _exported_names(api_factory)
+def test_rules_name_only_exported_metrics(api_factory, tmp_path):
+    exported = _exported_names(api_factory, tmp_path)
     known = exported | EXPORTER_NAMES | PROMETHEUS_NAMES
     used = set()
     for rule in _rules():
@@ -156,4 +165,6 @@ def test_rules_name_only_exported_metrics(api_factory):
     # The rules do use this service's metrics (the parser found them).
     assert {'placement_http_requests_total', 'placement_database_up',
             'placement_replica_usable', 'placement_resource_capacity',
-            'placement_db_pool_checked_out'} <= used
+            'placement_db_pool_checked_out',
+            'openstack_free_capacity_by_flavor_total',
+            'placement_capacity_aggregate_fit'} <= used

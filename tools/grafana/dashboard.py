@@ -238,6 +238,42 @@ def sections():
                      '{{hostname}} {{resourcetype}}')],
                    unit='percentunit'),
         ]),
+        ('Flavour headroom', [
+            _panel('Headroom by flavour',
+                   'How many more instances of each named flavour fit in '
+                   'the whole cloud ([metrics] capacity_flavours, under '
+                   'os-capacity\'s name; the '
+                   'PlacementFlavourCapacityLow alert fires under 10).',
+                   [('max by (flavor_name) ('
+                     'openstack_free_capacity_by_flavor_total)',
+                     '{{flavor_name}}')]),
+            _panel('Headroom by flavour and aggregate',
+                   'How many more instances of each named flavour fit in '
+                   'each aggregate (named by [metrics] '
+                   'aggregate_names_file, else by uuid).',
+                   [(_max_by('flavor_name, aggregate_name',
+                             'placement_capacity_aggregate_fit{%s}' % JOB),
+                     '{{flavor_name}} in {{aggregate_name}}')]),
+            _panel('Stranded capacity',
+                   'Free units of each resource class on hosts where '
+                   'none of the named flavours fits even once: room in '
+                   'the usage figures that no such instance can use.',
+                   [(_max_by('resource_class',
+                             'placement_capacity_stranded{%s}' % JOB),
+                     '{{resource_class}}')]),
+            _panel('Stranded share of free capacity',
+                   'Stranded units over all free units ((capacity - '
+                   'used)) of each resource class.',
+                   [('%s\n  / (%s\n    - %s)' % (
+                       _max_by('resource_class',
+                               'placement_capacity_stranded{%s}' % JOB),
+                       _max_by('resource_class',
+                               'placement_resource_capacity{%s}' % JOB),
+                       _max_by('resource_class',
+                               'placement_resource_used{%s}' % JOB)),
+                     '{{resource_class}}')],
+                   unit='percentunit'),
+        ]),
     ]
 
 
@@ -266,7 +302,8 @@ def dashboard():
         title='Placement',
         uid='placement',
         description='OpenStack Placement API: requests, allocation '
-                    'candidates, allocation writes, database, capacity.',
+                    'candidates, allocation writes, database, capacity, '
+                    'flavour headroom.',
         tags=['openstack', 'placement'],
         timezone='browser',
         refresh='1m',

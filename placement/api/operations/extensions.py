@@ -2,6 +2,8 @@
 
     GET /healthcheck       database reachability; open (health.py)
     GET /x-openapi.json    OpenAPI description of the API; open (openapi.py)
+    GET /x-capacity        the capacity page, HTML without data; open
+                           (capacity_page.py)
     GET [metrics]path      Prometheus metrics, only when [metrics]enabled,
                            to [metrics]allowed_networks (metrics.py)
 
@@ -16,6 +18,7 @@ import sqlalchemy
 from werkzeug import exceptions as http_exceptions
 from werkzeug import routing
 
+from placement.api.operations import capacity_page
 from placement.api.operations import health
 from placement.api.operations import metrics
 from placement.api.operations import openapi
@@ -37,6 +40,7 @@ def wrap(pipeline: WSGIApplication, flask_app: flask.Flask,
             engine, replica=flask_app.config['PLACEMENT_DATABASE'].replica,
             disable_by_file=conf.healthcheck.disable_by_file_path),
         openapi.PATH: openapi.Endpoint(flask_app),
+        capacity_page.PATH: capacity_page.Page(conf),
     }
     if conf.metrics.enabled:
         if conf.metrics.path in endpoints:

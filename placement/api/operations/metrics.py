@@ -18,8 +18,13 @@ What is measured:
 - if asked (``provider_metrics``, ``aggregate_metrics``), in one more
   statement each: every inventory of every provider under
   openstack-exporter's placement collector names, and capacity and usage
-  per aggregate; with them, what a scrape read serves the scrapes of the
-  next ``capacity_cache_seconds`` too.
+  per aggregate;
+- if asked (``capacity_flavours``), the headroom of those named flavours
+  as GET /x-capacity/allocation_candidates counts it, under os-capacity's
+  names and labels (cloud-wide and per host), per aggregate, and the
+  capacity stranded where none of them fits;
+- with any of those, what a scrape read serves the scrapes of the next
+  ``capacity_cache_seconds`` too.
 
 Processes: prometheus_client keeps numbers per process. When the
 ``PROMETHEUS_MULTIPROC_DIR`` environment variable names a directory
@@ -31,13 +36,16 @@ and gunicorn should call ``multiprocess.child_exit`` from its
 that the pool gauges of a dead worker go away. Without the variable, a
 scrape reports the answering process only.
 """
+from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 import dataclasses
 import ipaddress
 import logging
 import math
 import threading
 import time
+import urllib.parse
 
 from oslo_config import cfg
 import prometheus_client
@@ -51,6 +59,10 @@ import webob
 from werkzeug import exceptions as http_exceptions
 from werkzeug import routing
 
+from placement import exception
+from placement import querylang
+from placement import versions
+from placement.api.operations import aggregate_names
 from placement.api.operations import multiprocess as processes
 from placement.api.pipeline import errors
 from placement.api.pipeline import microversion
@@ -58,6 +70,8 @@ from placement.api.pipeline.wsgi_types import Body
 from placement.api.pipeline.wsgi_types import StartResponse
 from placement.api.pipeline.wsgi_types import WSGIApplication
 from placement.api.pipeline.wsgi_types import WSGIEnvironment
+from placement.candidates import capacity as capacity_core
+from placement.candidates import sql as candidates_sql
 from placement.db import capacity_metrics
 from placement.db import replica as replica_db
 from placement.db import session
@@ -258,6 +272,9 @@ class Endpoint:
         self._database = _DatabaseCollector(
             engine, providers=conf.metrics.provider_metrics,
             aggregates=conf.metrics.aggregate_metrics,
+            flavours=_named_flavours(conf),
+            names=aggregate_names.NamesFile(
+                conf.metrics.aggregate_names_file),
             cache_seconds=conf.metrics.capacity_cache_seconds)
 
     def __call__(self, environ: WSGIEnvironment,
@@ -294,6 +311,40 @@ class Endpoint:
         return registry
 
 
+def _named_flavours(conf: cfg.ConfigOpts) -> list[capacity_core.Flavour]:
+    """The flavours of [metrics] capacity_flavours, from [capacity]
+    flavours_file, read at the latest microversion; a name the file does
+    not have, or a query GET /allocation_candidates would refuse, stops
+    the service from starting (ValueError naming it)."""
+    names = [name.strip() for name in conf.metrics.capacity_flavours
+             if name.strip()]
+    if not names:
+        return []
+    path = conf.capacity.flavours_file
+    if not path:
+        raise ValueError('[metrics] capacity_flavours needs [capacity] '
+                         'flavours_file')
+    try:
+        with open(path, encoding='utf-8') as source:
+            queries = dict(capacity_core.flavours_from_lines(source))
+    except (OSError, ValueError) as exc:
+        raise ValueError('[capacity] flavours_file %s: %s' % (path, exc))
+    flavours = []
+    for name in names:
+        if name not in queries:
+            raise ValueError('[metrics] capacity_flavours: no flavour %s in '
+                             '%s' % (name, path))
+        try:
+            request = querylang.parse(
+                urllib.parse.parse_qsl(queries[name], keep_blank_values=True),
+                versions.MAX_VERSION)
+        except exception.PlacementError as exc:
+            raise ValueError('[metrics] capacity_flavours: %s'
+                             % capacity_core.named(name, str(exc)))
+        flavours.append(capacity_core.Flavour(name, queries[name], request))
+    return flavours
+
+
 def allowed_networks(cidrs: list[str]) -> list[
         ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """[metrics]allowed_networks as ip_network objects; a bad entry stops
@@ -310,20 +361,25 @@ def allowed_networks(cidrs: list[str]) -> list[
 
 @dataclasses.dataclass(frozen=True)
 class _Capacity:
-    """What one scrape read from the database; ``providers`` and
-    ``aggregates`` are None when their series are off."""
+    """What one scrape read from the database; ``providers``,
+    ``aggregates`` and ``flavours`` are None when their series are off.
+    ``host_aggregates``: the aggregates of each host (root provider id),
+    read only when aggregate_names_file gives zones or project filters."""
     classes: list[capacity_metrics.ClassCapacity]
     providers: list[capacity_metrics.ProviderCapacity] | None
     aggregates: list[capacity_metrics.AggregateCapacity] | None
+    flavours: capacity_core.Answer | None = None
+    host_aggregates: dict[int, list[str]] = dataclasses.field(
+        default_factory=dict)
 
 
 class _DatabaseCollector:
     """Capacity read from the database at scrape time (the same for every
     process, so never kept in the metric files): per resource class
-    always; per provider (openstack-exporter's names) and per aggregate
-    when asked.
+    always; per provider (openstack-exporter's names), per aggregate and
+    the headroom of named flavours (os-capacity's names) when asked.
 
-    With either of the latter, one read serves the scrapes of
+    With any of the latter, one read serves the scrapes of
     ``cache_seconds``: those are larger, and every scraper of every
     process would otherwise read them again. Failed reads are not kept.
     """
@@ -361,14 +417,30 @@ class _DatabaseCollector:
          'aggregate.'),
     )
 
+    # os-capacity's names, labels and help texts, so that its dashboards
+    # and alerts keep working.
+    _OS_CAPACITY_TOTAL = (
+        'openstack_free_capacity_by_flavor_total',
+        'Free capacity if you fill the cloud full of each flavor')
+    _OS_CAPACITY_HOST = (
+        'openstack_free_capacity_hypervisor_by_flavor',
+        'Free capacity for each hypervisor if you fill remaining space '
+        'full of each flavor')
+    _OS_CAPACITY_HOST_LABELS = ['hypervisor', 'flavor_name', 'az_aggregate',
+                                'project_aggregate']
+
     def __init__(self, engine: sqlalchemy.engine.Engine, *,
                  providers: bool = False, aggregates: bool = False,
+                 flavours: Sequence[capacity_core.Flavour] = (),
+                 names: aggregate_names.NamesFile | None = None,
                  cache_seconds: float = 0) -> None:
         self._database = session.Database(engine)
         self._providers = providers
         self._aggregates = aggregates
+        self._flavours = list(flavours)
+        self._names = names or aggregate_names.NamesFile(None)
         self._cache_seconds = cache_seconds if (
-            providers or aggregates) else 0
+            providers or aggregates or flavours) else 0
         self._lock = threading.Lock()
         self._cached: _Capacity | None = None
         self._read_at = 0.0
@@ -410,6 +482,55 @@ class _DatabaseCollector:
                         [sums.aggregate_uuid, sums.resource_class],
                         getattr(sums, field))
                 yield family
+        if capacity.flavours is not None:
+            yield from self._flavour_families(capacity)
+
+    def _flavour_families(self, capacity: _Capacity
+                          ) -> Iterator[prometheus_core.Metric]:
+        answer = capacity.flavours
+        assert answer is not None
+        total = prometheus_core.GaugeMetricFamily(
+            *self._OS_CAPACITY_TOTAL, labels=['flavor_name'])
+        per_host = prometheus_core.GaugeMetricFamily(
+            *self._OS_CAPACITY_HOST, labels=self._OS_CAPACITY_HOST_LABELS)
+        per_aggregate = prometheus_core.GaugeMetricFamily(
+            'placement_capacity_aggregate_fit',
+            'How many more instances of a named flavour fit on the hosts '
+            'of an aggregate (aggregate_name from aggregate_names_file, '
+            'else its uuid).',
+            labels=['aggregate', 'aggregate_name', 'flavor_name'])
+        named = self._names.aggregates()
+        host_labels = {}
+        for flavour in answer.flavours:
+            total.add_metric([flavour.name], flavour.fit)
+            # As os-capacity: hosts where none fits have no series.
+            for host in flavour.hosts:
+                if host.root not in host_labels:
+                    host_labels[host.root] = _os_capacity_labels(
+                        capacity.host_aggregates.get(host.root, ()), named)
+                per_host.add_metric(
+                    [host.name, flavour.name, *host_labels[host.root]],
+                    host.fit)
+            for aggregate, fit in flavour.aggregates:
+                known = named.get(aggregate)
+                per_aggregate.add_metric(
+                    [aggregate, known.name if known else aggregate,
+                     flavour.name], fit)
+        yield from (total, per_host, per_aggregate)
+        stranded = prometheus_core.GaugeMetricFamily(
+            'placement_capacity_stranded',
+            'Free units of a resource class on the hosts where none of '
+            'the named flavours fits even once.',
+            labels=['resource_class'])
+        stranded_hosts = prometheus_core.GaugeMetricFamily(
+            'placement_capacity_stranded_hosts',
+            'Hosts where none of the named flavours fits even once that '
+            'have free units of a resource class.',
+            labels=['resource_class'])
+        for resource_class, free, hosts in answer.stranded:
+            stranded.add_metric([resource_class], free)
+            stranded_hosts.add_metric([resource_class], hosts)
+        yield from (stranded, stranded_hosts)
 
     def _capacity(self) -> _Capacity | None:
         """The last read if younger than the cache time, else a new one
@@ -429,8 +550,42 @@ class _DatabaseCollector:
             return capacity
 
     def _read(self, conn: sqlalchemy.Connection) -> _Capacity:
+        flavours = None
+        host_aggregates: dict[int, list[str]] = {}
+        if self._flavours:
+            try:
+                flavours = capacity_core.count(conn, self._flavours)
+            except exception.PlacementError as exc:
+                # A class or trait a flavour names and the cloud does not
+                # (yet) have: the other series still go out.
+                LOG.warning('Metrics: cannot count capacity_flavours: %s',
+                            exc)
+            if any(aggregate.availability_zone or aggregate.project_filter
+                   for aggregate in self._names.aggregates().values()):
+                for root, aggregate in candidates_sql.root_aggregates(conn):
+                    host_aggregates.setdefault(root, []).append(aggregate)
         return _Capacity(
             capacity_metrics.by_resource_class(conn),
             capacity_metrics.by_provider(conn) if self._providers else None,
             capacity_metrics.by_aggregate(conn) if self._aggregates
-            else None)
+            else None, flavours, host_aggregates)
+
+
+def _os_capacity_labels(
+        aggregates: Iterable[str],
+        named: dict[str, aggregate_names.Aggregate]) -> tuple[str, str]:
+    """(az_aggregate, project_aggregate) of a host in ``aggregates``, as
+    os-capacity gives them from Nova's aggregates: the availability zone
+    of one (the last by uuid, as its hosts are in one zone), the name of
+    its project-filtering aggregate or "multiple"; "" for none."""
+    zone, projects = '', []
+    for uuid in sorted(aggregates):
+        aggregate = named.get(uuid)
+        if aggregate is None:
+            continue
+        zone = aggregate.availability_zone or zone
+        if aggregate.project_filter:
+            projects.append(aggregate.name)
+    project = (aggregate_names.MULTIPLE if len(projects) > 1
+               else ''.join(projects))
+    return zone, project
