@@ -73,11 +73,13 @@ import heapq
 from typing import Any
 from typing import Iterable
 from typing import Sequence
+import urllib.parse
 
 import sqlalchemy as sa
 
 from placement import candidates
 from placement import exception
+from placement import querylang
 from placement.candidates import engine
 from placement.candidates import loading
 from placement.candidates import request as request_model
@@ -730,3 +732,24 @@ def flavours_from_lines(lines: Iterable[str]) -> list[tuple[str, str]]:
                              % (number, name))
         found[name] = query.strip()
     return list(found.items())
+
+
+def parse_flavours(named_queries: Iterable[tuple[str, str]],
+                   version: Any) -> list[Flavour]:
+    """Flavours of (name, query string) pairs, each query read as GET
+    /allocation_candidates reads it at ``version``.
+
+    Raises BadInput with the endpoint's message, naming the flavour when
+    it has a name.
+    """
+    flavours = []
+    for name, query in named_queries:
+        try:
+            request = querylang.parse(urllib.parse.parse_qsl(
+                query, keep_blank_values=True), version)
+        except exception.BadInput as exc:
+            raise exception.BadInput(
+                named(name, str(exc)) if name else str(exc),
+                code=exc.code) from None
+        flavours.append(Flavour(name, query, request))
+    return flavours

@@ -145,15 +145,10 @@ def _capacity(conf, database):
     if not named:
         return _fail('no flavour given: QUERY, --flavour NAME=QUERY or '
                      '--file FILE')
-    flavours = []
-    for name, query in named:
-        try:
-            request = querylang.parse(urllib.parse.parse_qsl(
-                query, keep_blank_values=True), version)
-        except exception.BadInput as exc:
-            return _fail(capacity.named(name, str(exc)) if name
-                         else str(exc))
-        flavours.append(capacity.Flavour(name, query, request))
+    try:
+        flavours = capacity.parse_flavours(named, version)
+    except exception.BadInput as exc:
+        return _fail(str(exc))
     hosts = command.hosts
     if hosts is None:
         hosts = JSON_HOSTS if command.json else 0

@@ -45,7 +45,6 @@ import logging
 import math
 import threading
 import time
-import urllib.parse
 
 from oslo_config import cfg
 import prometheus_client
@@ -60,7 +59,6 @@ from werkzeug import exceptions as http_exceptions
 from werkzeug import routing
 
 from placement import exception
-from placement import querylang
 from placement import versions
 from placement.api.operations import aggregate_names
 from placement.api.operations import multiprocess as processes
@@ -329,20 +327,15 @@ def _named_flavours(conf: cfg.ConfigOpts) -> list[capacity_core.Flavour]:
             queries = dict(capacity_core.flavours_from_lines(source))
     except (OSError, ValueError) as exc:
         raise ValueError('[capacity] flavours_file %s: %s' % (path, exc))
-    flavours = []
     for name in names:
         if name not in queries:
             raise ValueError('[metrics] capacity_flavours: no flavour %s in '
                              '%s' % (name, path))
-        try:
-            request = querylang.parse(
-                urllib.parse.parse_qsl(queries[name], keep_blank_values=True),
-                versions.MAX_VERSION)
-        except exception.PlacementError as exc:
-            raise ValueError('[metrics] capacity_flavours: %s'
-                             % capacity_core.named(name, str(exc)))
-        flavours.append(capacity_core.Flavour(name, queries[name], request))
-    return flavours
+    try:
+        return capacity_core.parse_flavours(
+            [(name, queries[name]) for name in names], versions.MAX_VERSION)
+    except exception.PlacementError as exc:
+        raise ValueError('[metrics] capacity_flavours: %s' % exc)
 
 
 def allowed_networks(cidrs: list[str]) -> list[

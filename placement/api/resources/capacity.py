@@ -78,7 +78,9 @@ def count_one() -> flask.Response:
 def count_many() -> flask.Response:
     context.authorize(policies.CAPACITY)
     body = inputs.json_body(schema.POST)
-    return _answer(_parsed(body['flavours'].items()), body.get('hosts'))
+    flavours = capacity.parse_flavours(body['flavours'].items(),
+                                       microversion.current())
+    return _answer(flavours, body.get('hosts'))
 
 
 @blueprint.route(FLAVOURS_PATH, methods=['GET'])
@@ -100,8 +102,10 @@ def count_configured() -> flask.Response:
                 raise exception.NotFound(
                     'No flavour named %s in [capacity] flavours_file.'
                     % name)
-    return _answer(_parsed((name, configured[name]) for name in wanted),
-                   params.get('hosts'))
+    flavours = capacity.parse_flavours(
+        [(name, configured[name]) for name in wanted],
+        microversion.current())
+    return _answer(flavours, params.get('hosts'))
 
 
 def _configured():
@@ -118,21 +122,6 @@ def _configured():
         raise exception.NotFound(
             'The flavours of [capacity] flavours_file cannot be read: %s'
             % exc) from None
-
-
-def _parsed(named_queries):
-    """capacity.Flavours of (name, query string) pairs, read at the
-    request's microversion; a refusal names the flavour."""
-    flavours = []
-    for name, query in named_queries:
-        try:
-            request = querylang.parse(urllib.parse.parse_qsl(
-                query, keep_blank_values=True), microversion.current())
-        except exception.BadInput as exc:
-            raise exception.BadInput(
-                capacity.named(name, str(exc)), code=exc.code) from None
-        flavours.append(capacity.Flavour(name, query, request))
-    return flavours
 
 
 def _answer(flavours, hosts):
