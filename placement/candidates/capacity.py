@@ -188,9 +188,8 @@ def _count(conn, flavours, hosts_listed):
     for flavour, (names, needs) in zip(flavours, resolved):
         hosts, placed = {}, False
         if needs is not None:
-            counter = _Counter(conn, universe, flavour.request, names,
-                               needs, class_names)
-            hosts, placed = counter.hosts(), counter.placed
+            hosts, placed = _hosts(conn, universe, flavour.request, names,
+                                   needs, class_names)
         roomy.update(hosts)
         answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
                                     memberships))
@@ -284,6 +283,15 @@ def _read_rows(conn, universe):
             in sql.inventories(conn, universe.requested_classes,
                                roots=roots)])
         after = roots[-1]
+
+
+def _hosts(conn, universe, request, names, needs, class_names):
+    """({root: HostFit} of one flavour's hosts with room, whether some
+    was placed one by one). Its engine options are dropped on return,
+    before the next flavour's are made: two flavours' options at once
+    would be the peak memory at 100,000 nodes."""
+    counter = _Counter(conn, universe, request, names, needs, class_names)
+    return counter.hosts(), counter.placed
 
 
 class _Counter:
