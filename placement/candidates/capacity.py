@@ -368,6 +368,8 @@ class _Counter:
         grows alike whichever is placed: the count is that of the one
         that fits the longest. Else placed one by one.
         """
+        if self.walk.hopeless(self.walk.options_at(anchor)):
+            return
         found = list(self.walk.walk(anchor))
         takings = {frozenset(self._taking(chosen).items())
                    for _anchor, chosen in found}
