@@ -328,12 +328,13 @@ class _Counter:
                        for options in plan.options):
                     leader.setdefault(('anchor', anchor), ('anchor', anchor))
                     _union(leader, ('anchor', anchor), ('sharing', provider))
+        linked = {anchor for kind, anchor in leader if kind == 'anchor'}
         free: list[int] = []
         tied: list[int] = []
+        every_combination = walk.every_combination
         for anchor in plan.anchors:
-            if ('anchor', anchor) not in leader:
-                (free if walk.every_combination(anchor) else tied).append(
-                    anchor)
+            if anchor not in linked:
+                (free if every_combination(anchor) else tied).append(anchor)
         for anchor, room in self._rooms(free).items():
             self._note(anchor, room, EXACT)
         for number, anchor in enumerate(tied, 1):
@@ -704,15 +705,19 @@ def _fullest(trees, class_names):
     share used of a class, that class summed over the tree."""
     ranked = []
     for root, rows in trees.items():
-        capacity: collections.Counter = collections.Counter()
-        used: collections.Counter = collections.Counter()
+        # {class: [capacity, used]}; most trees hold a row a class.
+        sums: dict[int, list[int]] = {}
         for inv in rows:
-            capacity[inv.rc] += inventory_db.capacity(
-                inv.total, inv.reserved, inv.ratio)
-            used[inv.rc] += inv.used
-        share, rc = max(((used[rc] / capacity[rc] if capacity[rc] > 0
-                          else 1.0), rc) for rc in capacity)
-        ranked.append((-share, root, rc, capacity[rc], used[rc]))
+            usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+            both = sums.get(inv.rc)
+            if both is None:
+                sums[inv.rc] = [usable, inv.used]
+            else:
+                both[0] += usable
+                both[1] += inv.used
+        share, rc = max(((used / capacity if capacity > 0 else 1.0), rc)
+                        for rc, (capacity, used) in sums.items())
+        ranked.append((-share, root, rc, *sums[rc]))
     return [(root, class_names[rc], capacity, used)
             for _share, root, rc, capacity, used
             in heapq.nsmallest(FULLEST, ranked)]
