@@ -246,6 +246,7 @@ def _load(conn, flavours, resolved):
                             | flavour.request.root_forbidden)
     together = request_model.Request(groups=[], root_required=root_traits)
     universe = loading.load_universe(conn, together, links, merged)
+    universe.share_trait_sets()
     universe.requested_classes = classes
     _read_rows(conn, universe)
     return universe, {ident: name for name, ident in merged.classes.items()}
@@ -271,8 +272,10 @@ def _read_rows(conn, universe):
             return
         number, ratio = numbers.setdefault, ratios.setdefault
         universe.add_inventories([
-            sql.Inventory(provider, rc, provider if root == provider
-                          else root, parent, number(total, total),
+            sql.Inventory(number(provider, provider), rc,
+                          number(root, root),
+                          parent if parent is None else number(parent, parent),
+                          number(total, total),
                           number(reserved, reserved), ratio(share, share),
                           ratio(sql_share, sql_share),
                           number(min_unit, min_unit),

@@ -221,6 +221,18 @@ class Universe:
         else:
             self.traits_read_trees.update(roots)
 
+    def share_trait_sets(self) -> None:
+        """Providers holding the same traits share one frozen set of
+        them, once every trait is read (none can be added after): a
+        hundred thousand hosts hold a few dozen different sets, and a
+        set each took 27 MB at 100,000 nodes."""
+        shared: dict[frozenset[int], frozenset[int]] = {}
+        traits = self.traits
+        for provider, held in traits.items():
+            frozen = frozenset(held)
+            traits[provider] = shared.setdefault(  # type: ignore[assignment]
+                frozen, frozen)
+
     def add_aggregate(self, provider: int, aggregate: int,
                       root: int) -> None:
         self.root[provider] = root
