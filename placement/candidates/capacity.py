@@ -190,9 +190,8 @@ def _count(conn, flavours, hosts_listed):
     for flavour, (names, needs) in zip(flavours, resolved):
         hosts, placed = {}, False
         if needs is not None:
-            counter = _Counter(conn, universe, flavour.request, names,
-                               needs, class_names)
-            hosts, placed = counter.hosts(), counter.placed
+            hosts, placed = _hosts(conn, universe, flavour.request, names,
+                                   needs, class_names)
         roomy.update(hosts)
         answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
                                     memberships))
@@ -249,6 +248,7 @@ def _load(conn, flavours, resolved):
                             | flavour.request.root_forbidden)
     together = request_model.Request(groups=[], root_required=root_traits)
     universe = loading.load_universe(conn, together, links, merged)
+    universe.share_trait_sets()
     universe.requested_classes = classes
     _read_rows(conn, universe)
     return universe, {ident: name for name, ident in merged.classes.items()}
@@ -274,8 +274,10 @@ def _read_rows(conn, universe):
             return
         number, ratio = numbers.setdefault, ratios.setdefault
         universe.add_inventories([
-            sql.Inventory(provider, rc, provider if root == provider
-                          else root, parent, number(total, total),
+            sql.Inventory(number(provider, provider), rc,
+                          number(root, root),
+                          parent if parent is None else number(parent, parent),
+                          number(total, total),
                           number(reserved, reserved), ratio(share, share),
                           ratio(sql_share, sql_share),
                           number(min_unit, min_unit),
@@ -286,6 +288,15 @@ def _read_rows(conn, universe):
             in sql.inventories(conn, universe.requested_classes,
                                roots=roots)])
         after = roots[-1]
+
+
+def _hosts(conn, universe, request, names, needs, class_names):
+    """({root: HostFit} of one flavour's hosts with room, whether some
+    was placed one by one). Its engine options are dropped on return,
+    before the next flavour's are made: two flavours' options at once
+    would be the peak memory at 100,000 nodes."""
+    counter = _Counter(conn, universe, request, names, needs, class_names)
+    return counter.hosts(), counter.placed
 
 
 class _Counter:
@@ -322,12 +333,13 @@ class _Counter:
                        for options in plan.options):
                     leader.setdefault(('anchor', anchor), ('anchor', anchor))
                     _union(leader, ('anchor', anchor), ('sharing', provider))
+        linked = {anchor for kind, anchor in leader if kind == 'anchor'}
         free: list[int] = []
         tied: list[int] = []
+        every_combination = walk.every_combination
         for anchor in plan.anchors:
-            if ('anchor', anchor) not in leader:
-                (free if walk.every_combination(anchor) else tied).append(
-                    anchor)
+            if anchor not in linked:
+                (free if every_combination(anchor) else tied).append(anchor)
         for anchor, room in self._rooms(free).items():
             self._note(anchor, room, EXACT)
         for number, anchor in enumerate(tied, 1):
@@ -362,6 +374,8 @@ class _Counter:
         grows alike whichever is placed: the count is that of the one
         that fits the longest. Else placed one by one.
         """
+        if self.walk.hopeless(self.walk.options_at(anchor)):
+            return
         found = list(self.walk.walk(anchor))
         takings = {frozenset(self._taking(chosen).items())
                    for _anchor, chosen in found}
@@ -696,15 +710,19 @@ def _fullest(trees, class_names):
     share used of a class, that class summed over the tree."""
     ranked = []
     for root, rows in trees.items():
-        capacity: collections.Counter = collections.Counter()
-        used: collections.Counter = collections.Counter()
+        # {class: [capacity, used]}; most trees hold a row a class.
+        sums: dict[int, list[int]] = {}
         for inv in rows:
-            capacity[inv.rc] += inventory_db.capacity(
-                inv.total, inv.reserved, inv.ratio)
-            used[inv.rc] += inv.used
-        share, rc = max(((used[rc] / capacity[rc] if capacity[rc] > 0
-                          else 1.0), rc) for rc in capacity)
-        ranked.append((-share, root, rc, capacity[rc], used[rc]))
+            usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
+            both = sums.get(inv.rc)
+            if both is None:
+                sums[inv.rc] = [usable, inv.used]
+            else:
+                both[0] += usable
+                both[1] += inv.used
+        share, rc = max(((used / capacity if capacity > 0 else 1.0), rc)
+                        for rc, (capacity, used) in sums.items())
+        ranked.append((-share, root, rc, *sums[rc]))
     return [(root, class_names[rc], capacity, used)
             for _share, root, rc, capacity, used
             in heapq.nsmallest(FULLEST, ranked)]

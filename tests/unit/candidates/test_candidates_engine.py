@@ -243,6 +243,29 @@ class TestCombining:
         assert candidates(isolated) == [
             {2: {VF: 1}, 3: {VF: 1}}, {3: {VF: 1}, 2: {VF: 1}}]
 
+    def test_hopeless_options_are_told_without_walking(self, world):
+        # A flat host offers its one provider to two isolated groups; a
+        # NUMA host has two; a flat host lacks the unsuffixed group's
+        # trait that the other holds.
+        world.provider(1, inventory={VCPU: 8, DISK: 100})
+        world.provider(2, inventory={DISK: 100})
+        world.provider(3, parent=2, inventory={VCPU: 8})
+        world.provider(4, parent=2, inventory={VCPU: 8})
+        world.provider(5, inventory={VCPU: 8, DISK: 100}, traits=[FOO])
+        isolated = world.plan(need('', [(DISK, 10)]), need('1', [(VCPU, 1)]),
+                              need('2', [(VCPU, 1)]), isolate=True)
+        walk = isolated.walker()
+        hopeless = {anchor: walk.hopeless(walk.options_at(anchor))
+                    for anchor in isolated.anchors}
+        assert hopeless == {1: True, 2: False, 5: True}
+        assert {anchor for anchor, _chosen in isolated.candidates()} == {2}
+        traits = world.plan(need('', [(VCPU, 1), (DISK, 10)],
+                                 required=(frozenset([FOO]),)))
+        walk = traits.walker()
+        assert {anchor: walk.hopeless(walk.options_at(anchor))
+                for anchor in traits.anchors} == {1: True, 2: True, 5: False}
+        assert {anchor for anchor, _chosen in traits.candidates()} == {5}
+
     def test_same_subtree(self, world):
         world.provider(1)
         numa = [world.provider(10 + i, parent=1, inventory={VCPU: 4})
