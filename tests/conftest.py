@@ -66,6 +66,7 @@ Client
     configuration (e.g. to point it at another database).
 """
 import dataclasses
+import logging
 import os
 import uuid
 import warnings
@@ -318,6 +319,23 @@ def make_conf(url, **overrides):
         for name, value in options.items():
             conf.set_override(name, value, group)
     return conf
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """The service's start, run in process, sets oslo.log up: its handler
+    writes to the stream pytest captured for that test, closed once the
+    test ends. Later tests would log into it ('I/O operation on closed
+    file'), so the root logger's handlers and level are put back."""
+    root = logging.getLogger()
+    before, level = set(root.handlers), root.level
+    yield
+    for handler in root.handlers[:]:
+        # pytest's own capture handlers come and go with each phase.
+        if (handler not in before
+                and not type(handler).__module__.startswith('_pytest')):
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope='session')
