@@ -23,8 +23,11 @@ How each count is obtained (``method``):
   but all its candidates take the same amounts from the same rows (one
   candidate; alike groups on alike NUMA nodes), usage grows the same
   whichever is placed: the count is that of the candidate that fits the
-  longest. Sharing providers that one slot of every host of a group
-  draws on alike (a disk shared through an aggregate) are a pool: the
+  longest. A host that is one provider sharing nothing, for a flavour
+  of the unsuffixed group alone, is counted so from its own rows,
+  without engine options (the engine's checks select it). Sharing
+  providers that one slot of every host of a group draws on alike (a
+  disk shared through an aggregate) are a pool: the
   group's total is the least of its hosts' sum and the pool, and the
   hosts' counts are exact while the pool does not bind. None of this
   lists candidates; a host without any is found by one step of a walk.
@@ -187,11 +190,12 @@ def _count(conn, flavours, hosts_listed):
     # listed are kept, and the hosts some flavour fits on.
     roomy: set[int] = set()
     answers = []
+    apart = _Apart(universe)
     for flavour, (names, needs) in zip(flavours, resolved):
         hosts, placed = {}, False
         if needs is not None:
             hosts, placed = _hosts(conn, universe, flavour.request, names,
-                                   needs, class_names)
+                                   needs, class_names, apart)
         roomy.update(hosts)
         answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
                                     memberships))
@@ -290,23 +294,60 @@ def _read_rows(conn, universe):
         after = roots[-1]
 
 
-def _hosts(conn, universe, request, names, needs, class_names):
+def _hosts(conn, universe, request, names, needs, class_names, apart):
     """({root: HostFit} of one flavour's hosts with room, whether some
     was placed one by one). Its engine options are dropped on return,
     before the next flavour's are made: two flavours' options at once
     would be the peak memory at 100,000 nodes."""
-    counter = _Counter(conn, universe, request, names, needs, class_names)
+    counter = _Counter(conn, universe, request, names, needs, class_names,
+                       apart)
     return counter.hosts(), counter.placed
+
+
+class _Apart:
+    """The hosts of a universe that are one provider sharing nothing: a
+    root holding every row of the requested classes in its tree, neither
+    a sharing provider nor served by one. A flavour of the unsuffixed
+    group alone counts them without engine options (_Counter._alone);
+    its options are made of the other trees' rows only.
+    """
+
+    def __init__(self, universe):
+        below: set[int] = set()
+        shared = set(universe.sharing).union(
+            *universe.share_anchors.values())
+        roots = universe.root
+        for provider, _rc in universe.inventory:
+            if provider != roots[provider]:
+                below.add(roots[provider])
+        alone = {roots[provider] for provider, _rc in universe.inventory
+                 } - below - shared
+        self.alone, self.rest = universe.parted(
+            alone, universe.requested_classes)
+
+    @staticmethod
+    def applies(request, needs):
+        """Whether a flavour is the unsuffixed group alone (nested: the
+        walk's shortcut, every combination a candidate)."""
+        return (request.nested and len(needs) == 1
+                and not needs[0].single_provider)
 
 
 class _Counter:
     """The hosts of one flavour with their counts."""
 
-    def __init__(self, conn, universe, request, names, needs, class_names):
+    def __init__(self, conn, universe, request, names, needs, class_names,
+                 apart):
         self.universe = universe
         self.class_names = class_names
+        self.anchor_ok = loading.anchor_filter(request, names, universe)
+        # The hosts apart are counted without engine options (_alone),
+        # by the engine's checks of their own rows.
+        self.apart = apart.alone if apart.applies(request, needs) else None
+        rest = universe if self.apart is None else apart.rest
+        self.needs = needs
         self.plan = engine.Plan(
-            universe, needs, loading.anchor_filter(request, names, universe),
+            rest, needs, self.anchor_ok,
             isolate=request.isolate, same_subtrees=request.same_subtrees,
             nested=request.nested)
         if request.same_subtrees:
@@ -334,6 +375,7 @@ class _Counter:
                     leader.setdefault(('anchor', anchor), ('anchor', anchor))
                     _union(leader, ('anchor', anchor), ('sharing', provider))
         linked = {anchor for kind, anchor in leader if kind == 'anchor'}
+        self._alone()
         free: list[int] = []
         tied: list[int] = []
         every_combination = walk.every_combination
@@ -353,6 +395,19 @@ class _Counter:
         for anchors in groups.values():
             self._competing(sorted(anchors))
         return self.found
+
+    def _alone(self):
+        """Count the hosts apart (_Apart) that the flavour's group
+        matches (the engine's own checks of their rows, traits and
+        aggregates): a single provider is its one candidate, counted as
+        the free hosts below are."""
+        if self.apart is None:
+            return
+        anchor_ok = self.anchor_ok
+        anchors = sorted(root for root in engine.matching(
+            self.apart, self.needs[0]) if anchor_ok(root))
+        for anchor, room in self._rooms(anchors, alone=True).items():
+            self._note(anchor, room, EXACT)
 
     def _note(self, anchor, room, method):
         """Host ``anchor`` takes room[0] instances, limited by the class
@@ -386,12 +441,13 @@ class _Counter:
                 (self._candidate_room(chosen) for _anchor, chosen in found),
                 default=(0, None)), EXACT)
 
-    def _rooms(self, anchors, levels=None):
+    def _rooms(self, anchors, levels=None, alone=False):
         """{anchor: (instances, binding class)} of anchors every
         combination of whose options is a candidate: the least over
         their slots (or those of ``levels``) of what the slot's options
         can give one after the other, in any order; (None, None) where
-        the slots take nothing."""
+        the slots take nothing. ``alone``: each anchor is its slots' one
+        option."""
         plan = self.plan
         rooms: dict[int, tuple[Any, Any]] = dict.fromkeys(
             anchors, (None, None))
@@ -402,7 +458,7 @@ class _Counter:
                 (rc, amount), = amounts
                 spare = self.universe.spare(rc)
                 for anchor in anchors:
-                    providers = options[anchor]
+                    providers = (anchor,) if alone else options[anchor]
                     fit = (spare[providers[0]] // amount
                            if len(providers) == 1 else
                            sum([spare[provider] // amount
@@ -412,7 +468,8 @@ class _Counter:
                         rooms[anchor] = (fit, rc)
                 continue
             for anchor in anchors:
-                room = self._level_room(amounts, options[anchor])
+                room = self._level_room(
+                    amounts, (anchor,) if alone else options[anchor])
                 least = rooms[anchor][0]
                 if room is not None and (least is None or room[0] < least):
                     rooms[anchor] = room

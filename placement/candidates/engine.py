@@ -162,16 +162,40 @@ class Universe:
         tree shapes) holding copies of the rows of ``providers`` only,
         whose usage ``take`` changes: placements tried in memory.
         """
+        copy = self._linked()
+        inventory = self.inventory
+        copy.add_inventories(
+            inventory[provider, rc] for provider in sorted(set(providers))
+            for rc in self.by_class if (provider, rc) in inventory)
+        return copy
+
+    def parted(self, roots: Collection[int], classes: Iterable[int]
+               ) -> tuple['Universe', 'Universe']:
+        """Two universes with the same links and rows, whose options are
+        made of the rows of ``classes`` of the trees rooted at ``roots``
+        and of the other trees: the hosts a caller reasons about apart
+        cost the other's options nothing."""
+        inside, outside = self._linked(), self._linked()
+        for part in inside, outside:
+            part.inventory = self.inventory
+            part.ratios_differ = self.ratios_differ
+        for rc in classes:
+            held: list[sql.Inventory] = []
+            rest: list[sql.Inventory] = []
+            for inv in self.rows(rc):
+                (held if inv.root in roots else rest).append(inv)
+            inside.by_class[rc], outside.by_class[rc] = held, rest
+        return inside, outside
+
+    def _linked(self) -> 'Universe':
+        """A universe with the same links (traits, aggregates, sharing,
+        tree shapes) and no rows yet."""
         copy = Universe(self.requested_classes)
         copy.root, copy.parent = self.root, self.parent
         copy.traits, copy.trait_holders = self.traits, self.trait_holders
         copy.aggregates, copy.sharing = self.aggregates, self.sharing
         copy.share_anchors = self.share_anchors
         copy._ancestry = self._ancestry
-        inventory = self.inventory
-        copy.add_inventories(
-            inventory[provider, rc] for provider in sorted(set(providers))
-            for rc in self.by_class if (provider, rc) in inventory)
         return copy
 
     def take(self, provider: int, rc: int, amount: int) -> None:

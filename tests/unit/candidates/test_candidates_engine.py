@@ -463,3 +463,23 @@ def test_fits_and_scratch():
     assert plan.fits(chosen)
     assert world.universe.spare(VCPU) == {1: 4}
     assert scratch.spare(VCPU) == {1: 0}
+
+
+def test_parted_universes_make_options_of_their_own_trees():
+    """Each part's options are made of its trees' rows only, the traits
+    and rows still those of the whole universe."""
+    world = World()
+    world.provider(1, inventory={VCPU: 4, MEM: 100}, traits=[SSD])
+    world.provider(2, inventory={VCPU: 4, MEM: 100})
+    world.provider(3, parent=2, inventory={VCPU: 4})
+    inside, outside = world.universe.parted({1}, [VCPU, MEM])
+    group = need('', [(VCPU, 1), (MEM, 10)])
+    assert engine.matching(inside, group) == {1}
+    assert engine.matching(outside, group) == {2}
+    assert engine.matching(inside, need(
+        '', [(VCPU, 1)], required=(frozenset([SSD]),))) == {1}
+    assert not engine.matching(outside, need(
+        '', [(VCPU, 1)], required=(frozenset([SSD]),)))
+    plan = engine.Plan(outside, [group], lambda root: True)
+    assert plan.anchors == [2]
+    assert inside.inventory is world.universe.inventory
