@@ -73,8 +73,7 @@ def test_one_flavour(api, cloud):
     assert flavour['limited_by'] == 'VCPU'
     assert flavour['method'] == 'placed one by one'
     assert flavour['name'] == ''
-    assert flavour['query'] == 'resources=VCPU%3A1%2CMEMORY_MB%3A1024%2C' \
-                               'DISK_GB%3A10'
+    assert flavour['query'] == 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
     assert {agg['uuid']: agg['fit'] for agg in flavour['aggregates']} == {
         cloud.uuids['A']: 10, cloud.uuids['B']: 3}
 

@@ -21,14 +21,12 @@ import argparse
 import datetime
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
 import traceback
 
-import environments
 import report
 import run
 import servers
@@ -254,21 +252,10 @@ def _row(nodes, summary, seconds, peak_mb, answer, pattern):
 
 def main(argv=None):
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, run._raise_interrupt)
-    signal.signal(signal.SIGHUP, run._raise_interrupt)
-    envs = [environments.ours(args.ours_venv, log),
-            environments.upstream(args.upstream_venv, log)]
-    log('\n'.join('%-9s %s' % (env.label + ':', env.python) for env in envs))
-    commit = run._commit()
-    started = time.monotonic()
-    load = os.getloadavg()[0]
-    try:
-        rows = [run_size(args, envs, nodes) for nodes in args.nodes]
-    except KeyboardInterrupt:
-        log('interrupted; servers stopped')
+    ran = run.side_by_side(args, run_size, log)
+    if ran is None:
         return 130
-    finally:
-        servers.stop_all()
+    rows, commit, started, load = ran
     heading = ('### %s: %s, capacity of 10 flavours beside os-capacity\'s '
                'pattern, %s nodes' % (
                    datetime.date.today().isoformat(),

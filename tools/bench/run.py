@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import typing
 
 import client
 import dataset
@@ -778,6 +779,37 @@ def _check_mysql_driver(env, driver):
         sys.exit('%s cannot use mysql+%s (README.md, "MariaDB drivers", '
                  'says how to install it): %s'
                  % (env.python, driver, exc.stderr.strip().splitlines()[-1]))
+
+
+class SideBySide(typing.NamedTuple):
+    """What ``side_by_side`` ran: its results per node count, and the
+    facts a report states of the run."""
+    results: list
+    commit: str
+    started: float
+    load: float
+
+
+def side_by_side(args, run_size, log):
+    """``run_size(args, envs, nodes)`` for each of ``args.nodes``, ours and
+    upstream's environments set up first; None when interrupted. The
+    servers are stopped either way."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    envs = [environments.ours(args.ours_venv, log),
+            environments.upstream(args.upstream_venv, log)]
+    log('\n'.join('%-9s %s' % (env.label + ':', env.python) for env in envs))
+    commit = _commit()
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    try:
+        results = [run_size(args, envs, nodes) for nodes in args.nodes]
+    except KeyboardInterrupt:
+        log('interrupted; servers stopped')
+        return None
+    finally:
+        servers.stop_all()
+    return SideBySide(results, commit, started, load)
 
 
 def _raise_interrupt(signum, frame):

@@ -19,7 +19,6 @@ import datetime
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,6 @@ import time
 import traceback
 
 import client
-import environments
 import report
 import run
 import servers
@@ -530,21 +528,10 @@ def _database_method(backend):
 
 def main(argv=None):
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, run._raise_interrupt)
-    signal.signal(signal.SIGHUP, run._raise_interrupt)
-    envs = [environments.ours(args.ours_venv, log),
-            environments.upstream(args.upstream_venv, log)]
-    log('\n'.join('%-9s %s' % (env.label + ':', env.python) for env in envs))
-    commit = run._commit()
-    started = time.monotonic()
-    load = os.getloadavg()[0]
-    try:
-        sections = [run_size(args, envs, nodes) for nodes in args.nodes]
-    except KeyboardInterrupt:
-        log('interrupted; servers stopped')
+    ran = run.side_by_side(args, run_size, log)
+    if ran is None:
         return 130
-    finally:
-        servers.stop_all()
+    sections, commit, started, load = ran
     heading = ('### %s: %s, one scrape of /metrics beside '
                'openstack-exporter, %s nodes' % (
                    datetime.date.today().isoformat(),

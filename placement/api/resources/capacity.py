@@ -64,7 +64,8 @@ def count_one() -> flask.Response:
             "number, not %r." % hosts[-1])
     pairs = [(key, value) for key, value in pairs if key != 'hosts']
     request = querylang.parse(pairs, microversion.current())
-    query = urllib.parse.urlencode(pairs)
+    # As the operator wrote it: the names' separators left unquoted.
+    query = urllib.parse.urlencode(pairs, safe=':,!')
     return _answer([capacity.Flavour('', query, request)],
                    hosts[-1] if hosts else None)
 
