@@ -63,18 +63,7 @@ def parse_args(argv):
                              'pattern fetches, the rest extrapolated '
                              '(default: all up to %d nodes, else %d)'
                              % (FULL_PATTERN_NODES, DEFAULT_SAMPLE))
-    parser.add_argument('--markdown', action='store_true',
-                        help='also record the tables in '
-                             'tools/bench/RESULTS.md')
-    parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--port-base', type=int, default=18700,
-                        help='ours listens here, upstream on the next port')
-    parser.add_argument('--upstream-venv',
-                        help='use this venv instead of the cached one')
-    parser.add_argument('--ours-venv', help='use this venv for ours')
-    parser.add_argument('--keep', action='store_true',
-                        help='keep the databases and the work directory')
-    parser.set_defaults(mysql_driver='pymysql', quick=False)
+    run.add_side_by_side_arguments(parser, port_base=18700)
     args = parser.parse_args(argv)
     args.nodes = args.nodes or [1000, 10000]
     return args

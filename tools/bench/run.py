@@ -781,6 +781,23 @@ def _check_mysql_driver(env, driver):
                  % (env.python, driver, exc.stderr.strip().splitlines()[-1]))
 
 
+def add_side_by_side_arguments(parser, port_base):
+    """The options of a bench that ``side_by_side`` runs: where its
+    results go, its data's seed, its ports and venvs, what it keeps."""
+    parser.add_argument('--markdown', action='store_true',
+                        help='also record the tables in '
+                             'tools/bench/RESULTS.md')
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--port-base', type=int, default=port_base,
+                        help='ours listens here, upstream on the next port')
+    parser.add_argument('--upstream-venv',
+                        help='use this venv instead of the cached one')
+    parser.add_argument('--ours-venv', help='use this venv for ours')
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the databases and the work directory')
+    parser.set_defaults(mysql_driver='pymysql', quick=False)
+
+
 class SideBySide(typing.NamedTuple):
     """What ``side_by_side`` ran: its results per node count, and the
     facts a report states of the run."""
