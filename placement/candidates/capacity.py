@@ -105,6 +105,11 @@ class Flavour:
     request: request_model.Request
 
 
+# A host's (instances, id of the class binding them or None, method):
+# a tuple, made for every host of every flavour.
+Room = tuple[int, int | None, str]
+
+
 @dataclasses.dataclass(slots=True)
 class HostFit:
     root: int
@@ -182,25 +187,27 @@ def count(conn: sa.Connection, flavours: Sequence[Flavour],
 
 def _count(conn, flavours, hosts_listed):
     resolved = [_resolve(conn, flavour) for flavour in flavours]
-    universe, class_names = _load(conn, flavours, resolved)
-    memberships = collections.defaultdict(list)
-    for root, aggregate in sql.root_aggregates(conn):
-        memberships[root].append(aggregate)
-    # Each flavour's hosts are summed up as soon as counted: only those
-    # listed are kept, and the hosts some flavour fits on.
-    roomy: set[int] = set()
-    answers = []
-    apart = _Apart(universe)
-    for flavour, (names, needs) in zip(flavours, resolved):
-        hosts, placed = {}, False
-        if needs is not None:
-            hosts, placed = _hosts(conn, universe, flavour.request, names,
-                                   needs, class_names, apart)
-        roomy.update(hosts)
-        answers.append(_flavour_fit(flavour, hosts, placed, hosts_listed,
-                                    memberships))
-    trees = _trees(universe)
-    fullest = _fullest(trees, class_names)
+    links, class_names = _load(conn, flavours, resolved)
+    memberships = _memberships(conn)
+    tallies = [_Tally(flavour, hosts_listed, memberships, class_names)
+               for flavour in flavours]
+    summary = _Summary(memberships)
+    # A batch of trees at a time, its rows dropped before the next's are
+    # read: at 100,000 nodes the rows of all at once were the peak.
+    for universe in _batches(conn, links):
+        apart = _Apart(universe)
+        # The batch's hosts some flavour fits on.
+        roomy: set[int] = set()
+        for tally, flavour, (names, needs) in zip(tallies, flavours,
+                                                  resolved):
+            if needs is not None:
+                hosts, placed = _hosts(conn, universe, flavour.request,
+                                       names, needs, apart)
+                roomy.update(hosts)
+                tally.add(hosts, placed)
+        summary.add(universe, roomy)
+    answers = [tally.result() for tally in tallies]
+    fullest = summary.fullest(class_names)
     names_of = sql.provider_names(conn, {
         host.root for answer in answers for host in answer.hosts} | {
         root for root, _rc, _capacity, _used in fullest})
@@ -208,10 +215,21 @@ def _count(conn, flavours, hosts_listed):
         for host in answer.hosts:
             host.uuid, host.name = names_of[host.root]
     return Answer(
-        answers, _stranded(trees, roomy, class_names),
-        _usage(universe, memberships, class_names),
+        answers, summary.stranded(class_names), summary.usage(class_names),
         [(*names_of[root], rc, capacity, used)
          for root, rc, capacity, used in fullest])
+
+
+def _memberships(conn):
+    """{root: (aggregate uuid, ...)} of every root in an aggregate, in
+    uuid order; roots in the same aggregates share one tuple (counts are
+    summed by it)."""
+    held = collections.defaultdict(list)
+    for root, aggregate in sql.root_aggregates(conn):
+        held[root].append(aggregate)
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    return {root: shared.setdefault(key, key) for root, aggregates
+            in held.items() for key in [tuple(sorted(aggregates))]}
 
 
 def _resolve(conn, flavour):
@@ -232,9 +250,10 @@ def named(name: str, message: str) -> str:
 
 
 def _load(conn, flavours, resolved):
-    """One universe for every flavour: all rows of the classes they ask
-    for, who holds the traits and is in the aggregates they name, which
-    trees sharing providers serve; and {class id: name}.
+    """The links of every flavour (who holds the traits and is in the
+    aggregates they name, which trees sharing providers serve) as a
+    universe without rows, whose requested classes are all those they
+    ask for; and {class id: name}.
     """
     merged = sql.Names({}, {}, {}, {})
     links: list[engine.Need] = []
@@ -254,7 +273,6 @@ def _load(conn, flavours, resolved):
     universe = loading.load_universe(conn, together, links, merged)
     universe.share_trait_sets()
     universe.requested_classes = classes
-    _read_rows(conn, universe)
     return universe, {ident: name for name, ident in merged.classes.items()}
 
 
@@ -262,54 +280,70 @@ def _load(conn, flavours, resolved):
 TREES_A_READ = 10000
 
 
-def _read_rows(conn, universe):
-    """Every row of the universe's classes, a batch of trees at a time,
-    their values shared between rows: at 100,000 nodes the rows take
-    half the memory they would read at once, values repeated."""
-    if not universe.requested_classes:
+def _batches(conn, links):
+    """Universes with the links of ``links`` each holding every row of
+    its classes of a batch of trees. The trees that sharing providers serve come in a batch
+    with those providers' trees: hosts compete for those only."""
+    for roots in _tree_batches(conn, links):
+        universe = links.linked()
+        if links.requested_classes:
+            universe.add_inventories(sql.inventories(
+                conn, links.requested_classes, roots=roots))
+        yield universe
+
+
+def _tree_batches(conn, links):
+    """Lists of at most TREES_A_READ roots (but for trees one sharing
+    provider links, which are never apart), every root in one of them."""
+    leader: dict[int, int] = {}
+    for provider in links.sharing:
+        own = links.root[provider]
+        leader.setdefault(own, own)
+        for root in links.share_anchors.get(provider, ()):
+            _union(leader, own, root)
+    linked = collections.defaultdict(list)
+    for root in leader:
+        linked[_find(leader, root)].append(root)
+    batch: list[int] = []
+    for trees in sorted(sorted(trees) for trees in linked.values()):
+        if batch and len(batch) + len(trees) > TREES_A_READ:
+            yield batch
+            batch = []
+        batch += trees
+    if batch or not links.requested_classes:
+        # Without classes to read, one universe still has the links.
+        yield batch
+    if not links.requested_classes:
         return
-    # Apart: an int and a float that compare equal are not the same value.
-    numbers: dict[int, int] = {}
-    ratios: dict[float, float] = {}
     after = -1
     while True:
         roots = sql.usable_roots(conn, None, after, TREES_A_READ)
         if not roots:
             return
-        number, ratio = numbers.setdefault, ratios.setdefault
-        universe.add_inventories([
-            sql.Inventory(number(provider, provider), rc,
-                          number(root, root),
-                          parent if parent is None else number(parent, parent),
-                          number(total, total),
-                          number(reserved, reserved), ratio(share, share),
-                          ratio(sql_share, sql_share),
-                          number(min_unit, min_unit),
-                          number(max_unit, max_unit), number(step, step),
-                          number(used, used))
-            for (provider, rc, root, parent, total, reserved, share,
-                 sql_share, min_unit, max_unit, step, used)
-            in sql.inventories(conn, universe.requested_classes,
-                               roots=roots)])
         after = roots[-1]
+        alone = [root for root in roots if root not in leader]
+        if alone:
+            yield alone
 
 
-def _hosts(conn, universe, request, names, needs, class_names, apart):
-    """({root: HostFit} of one flavour's hosts with room, whether some
+def _hosts(conn, universe, request, names, needs, apart):
+    """({root: Room} of one flavour's hosts with room, whether some
     was placed one by one). Its engine options are dropped on return,
     before the next flavour's are made: two flavours' options at once
     would be the peak memory at 100,000 nodes."""
-    counter = _Counter(conn, universe, request, names, needs, class_names,
-                       apart)
+    counter = _Counter(conn, universe, request, names, needs, apart)
     return counter.hosts(), counter.placed
 
 
 class _Apart:
     """The hosts of a universe that are one provider sharing nothing: a
     root holding every row of the requested classes in its tree, neither
-    a sharing provider nor served by one. A flavour of the unsuffixed
+    a sharing provider nor served by one. Such a host has one candidate
+    at most, every slot on its one provider. A flavour of the unsuffixed
     group alone counts them without engine options (_Counter._alone);
-    its options are made of the other trees' rows only.
+    the options of any other are made of the other trees' rows and of
+    those of the hosts whose provider satisfies each of its groups on
+    its own (``engine.matching``), the others having no candidate.
     """
 
     def __init__(self, universe):
@@ -320,31 +354,44 @@ class _Apart:
         for provider, _rc in universe.inventory:
             if provider != roots[provider]:
                 below.add(roots[provider])
-        alone = {roots[provider] for provider, _rc in universe.inventory
-                 } - below - shared
+        self.roots = {roots[provider] for provider, _rc
+                      in universe.inventory} - below - shared
+        self.universe = universe
         self.alone, self.rest = universe.parted(
-            alone, universe.requested_classes)
+            self.roots, universe.requested_classes)
 
-    @staticmethod
-    def applies(request, needs):
-        """Whether a flavour is the unsuffixed group alone (nested: the
-        walk's shortcut, every combination a candidate)."""
-        return (request.nested and len(needs) == 1
-                and not needs[0].single_provider)
+    def split(self, request, needs):
+        """(the universe of the hosts apart when a flavour counts them in
+        closed form, else None; the universe its options are made of)."""
+        if (request.nested and len(needs) == 1
+                and not needs[0].single_provider and needs[0].resources):
+            # The walk's shortcut: every combination a candidate.
+            return self.alone, self.rest
+        giving = [need for need in needs if need.resources]
+        if not giving:
+            return None, self.universe
+        suffixed = [need for need in giving if need.single_provider]
+        if request.isolate and len(suffixed) > 1:
+            # Isolated groups need a provider each.
+            return None, self.rest
+        hopeful = set(self.roots)
+        for need in giving:
+            hopeful &= engine.matching(self.alone, need)
+        if not hopeful:
+            return None, self.rest
+        return None, self.universe.parted(
+            self.roots - hopeful, self.universe.requested_classes)[1]
 
 
 class _Counter:
     """The hosts of one flavour with their counts."""
 
-    def __init__(self, conn, universe, request, names, needs, class_names,
-                 apart):
+    def __init__(self, conn, universe, request, names, needs, apart):
         self.universe = universe
-        self.class_names = class_names
         self.anchor_ok = loading.anchor_filter(request, names, universe)
         # The hosts apart are counted without engine options (_alone),
-        # by the engine's checks of their own rows.
-        self.apart = apart.alone if apart.applies(request, needs) else None
-        rest = universe if self.apart is None else apart.rest
+        # or only those that can have a candidate have options.
+        self.apart, rest = apart.split(request, needs)
         self.needs = needs
         self.plan = engine.Plan(
             rest, needs, self.anchor_ok,
@@ -353,12 +400,12 @@ class _Counter:
         if request.same_subtrees:
             loading.load_ancestry(conn, self.plan)
         self.walk = self.plan.walker()
-        self.found: dict[int, HostFit] = {}
+        self.found: dict[int, Room] = {}
         # Whether some host was placed one by one.
         self.placed = False
 
-    def hosts(self) -> dict[int, HostFit]:
-        """{root id: HostFit} of the hosts where an instance fits."""
+    def hosts(self) -> dict[int, Room]:
+        """{root id: Room} of the hosts where an instance fits."""
         plan, sharing, walk = self.plan, self.universe.sharing, self.walk
         # Union-find over the anchors whose options hold sharing
         # providers, and those providers.
@@ -398,16 +445,48 @@ class _Counter:
 
     def _alone(self):
         """Count the hosts apart (_Apart) that the flavour's group
-        matches (the engine's own checks of their rows, traits and
-        aggregates): a single provider is its one candidate, counted as
-        the free hosts below are."""
+        matches: a single provider is its one candidate, which fits as
+        many times as the least of its rows' spare capacity allows
+        (``Universe.spare``, the checks ``engine.times`` makes, and the
+        units and step sizes ``Universe.fitting`` checks), as the free
+        hosts below are counted. Of those with room, the engine's own
+        checks of traits and aggregates (``engine.matching``) keep the
+        matching ones."""
         if self.apart is None:
             return
-        anchor_ok = self.anchor_ok
-        anchors = sorted(root for root in engine.matching(
-            self.apart, self.needs[0]) if anchor_ok(root))
-        for anchor, room in self._rooms(anchors, alone=True).items():
-            self._note(anchor, room, EXACT)
+        apart, need = self.apart, self.needs[0]
+        # The batch's caches, which the hosts apart share with the rest.
+        universe = self.universe
+        rooms: dict[int, Room] | None = None
+        for amounts in self.plan.slot_amounts:
+            # The unsuffixed group: a slot a class.
+            (rc, amount), = amounts
+            spare = universe.spare(rc)
+            refused = universe.unit_refusing(rc, amount)
+            if rooms is None:
+                rooms = {provider: (left // amount, rc, EXACT)
+                         for provider, left in (
+                             (inv.provider, spare[inv.provider])
+                             for inv in apart.by_class.get(rc, ()))
+                         if left >= amount and provider not in refused}
+                continue
+            rooms = {provider: room if room[0] <= left // amount
+                     else (left // amount, rc, EXACT)
+                     for provider, room, left in (
+                         (provider, room, spare.get(provider, 0))
+                         for provider, room in rooms.items())
+                     if left >= amount and provider not in refused}
+        if not rooms:
+            return
+        if need.tree is not None:
+            # in_tree: the tree's root is the one provider.
+            rooms = {need.tree: rooms[need.tree]} if need.tree in rooms else {}
+        anchor_ok, found = self.anchor_ok, self.found
+        # Each with room (by the least of its classes, the first of
+        # those binding).
+        found.update((anchor, rooms[anchor]) for anchor in engine.matching(
+            apart, dataclasses.replace(need, resources=()), among=rooms)
+            if anchor_ok(anchor))
 
     def _note(self, anchor, room, method):
         """Host ``anchor`` takes room[0] instances, limited by the class
@@ -417,10 +496,7 @@ class _Counter:
             self.placed = True
         if not fit:
             return
-        self.found[anchor] = HostFit(
-            anchor, fit,
-            None if limited_by is None else self.class_names[limited_by],
-            method)
+        self.found[anchor] = (fit, limited_by, method)
 
     def _tied(self, anchor):
         """A host no other host competes with, whose slots are tied
@@ -441,13 +517,12 @@ class _Counter:
                 (self._candidate_room(chosen) for _anchor, chosen in found),
                 default=(0, None)), EXACT)
 
-    def _rooms(self, anchors, levels=None, alone=False):
+    def _rooms(self, anchors, levels=None):
         """{anchor: (instances, binding class)} of anchors every
         combination of whose options is a candidate: the least over
         their slots (or those of ``levels``) of what the slot's options
         can give one after the other, in any order; (None, None) where
-        the slots take nothing. ``alone``: each anchor is its slots' one
-        option."""
+        the slots take nothing."""
         plan = self.plan
         rooms: dict[int, tuple[Any, Any]] = dict.fromkeys(
             anchors, (None, None))
@@ -458,7 +533,7 @@ class _Counter:
                 (rc, amount), = amounts
                 spare = self.universe.spare(rc)
                 for anchor in anchors:
-                    providers = (anchor,) if alone else options[anchor]
+                    providers = options[anchor]
                     fit = (spare[providers[0]] // amount
                            if len(providers) == 1 else
                            sum([spare[provider] // amount
@@ -468,8 +543,7 @@ class _Counter:
                         rooms[anchor] = (fit, rc)
                 continue
             for anchor in anchors:
-                room = self._level_room(
-                    amounts, (anchor,) if alone else options[anchor])
+                room = self._level_room(amounts, options[anchor])
                 least = rooms[anchor][0]
                 if room is not None and (least is None or room[0] < least):
                     rooms[anchor] = room
@@ -674,115 +748,165 @@ def _find(leader, node):
     return node
 
 
-def _flavour_fit(flavour, hosts, placed, hosts_listed, memberships):
-    """The FlavourFit of ``hosts`` ({root: HostFit} with room; some host
-    ``placed`` one by one or not), listing the ``hosts_listed`` with the
-    most room (None: all)."""
-    fit = sum(host.fit for host in hosts.values())
-    method = PLACED if placed else EXACT
-    binding: collections.Counter = collections.Counter()
-    by_aggregate: collections.Counter = collections.Counter()
-    for host in hosts.values():
-        if host.limited_by is not None:
-            binding[host.limited_by] += host.fit
-        for aggregate in memberships.get(host.root, ()):
-            by_aggregate[aggregate] += host.fit
-    aggregates = {aggregate for held in memberships.values()
-                  for aggregate in held}
-    limited_by = (min(binding, key=lambda rc: (-binding[rc], rc))
-                  if binding else None)
-    with_room = list(hosts.values())
-    shown = (sorted(with_room, key=_most_room) if hosts_listed is None
-             else heapq.nsmallest(hosts_listed, with_room, key=_most_room))
-    return FlavourFit(
-        flavour.name, flavour.query, fit, method, limited_by,
-        len(with_room), shown,
-        [(aggregate, by_aggregate[aggregate])
-         for aggregate in sorted(aggregates)])
+class _Tally:
+    """A flavour's FlavourFit, summed up a batch of hosts at a time: only
+    the ``hosts_listed`` with the most room are kept (None: all)."""
+
+    def __init__(self, flavour, hosts_listed, memberships, class_names):
+        self.flavour = flavour
+        self.hosts_listed = hosts_listed
+        self.memberships = memberships
+        self.class_names = class_names
+        self.fit = 0
+        self.placed = False
+        # Instances by binding class id, and by the aggregates of a host.
+        self.binding: collections.Counter = collections.Counter()
+        self.by_membership: collections.Counter = collections.Counter()
+        self.with_room = 0
+        # (root, Room) of the hosts listed so far.
+        self.shown: list[tuple[int, Room]] = []
+
+    def add(self, hosts: dict[int, Room], placed: bool) -> None:
+        """``hosts`` with room; some host ``placed`` one by one or not."""
+        memberships, binding = self.memberships, self.binding
+        by_membership = self.by_membership
+        self.placed = self.placed or placed
+        self.with_room += len(hosts)
+        total = 0
+        for root, (fit, limited_by, _method) in hosts.items():
+            total += fit
+            if limited_by is not None:
+                binding[limited_by] += fit
+            held = memberships.get(root)
+            if held:
+                by_membership[held] += fit
+        self.fit += total
+        listed, shown = self.hosts_listed, self.shown
+        if listed is None:
+            shown += hosts.items()
+        elif listed:
+            # Only a host with as much room as the last listed can be.
+            least = shown[-1][1][0] if len(shown) >= listed else 0
+            self.shown = heapq.nsmallest(listed, [
+                *shown, *(host for host in hosts.items()
+                          if host[1][0] >= least)], key=_most_room)
+
+    def result(self) -> FlavourFit:
+        class_names = self.class_names
+        binding = {class_names[rc]: fit for rc, fit in self.binding.items()}
+        by_aggregate: collections.Counter = collections.Counter()
+        for held, fit in self.by_membership.items():
+            for aggregate in held:
+                by_aggregate[aggregate] += fit
+        aggregates = set().union(*self.memberships.values())
+        return FlavourFit(
+            self.flavour.name, self.flavour.query, self.fit,
+            PLACED if self.placed else EXACT,
+            min(binding, key=lambda rc: (-binding[rc], rc))
+            if binding else None,
+            self.with_room,
+            [HostFit(root, fit, None if limited_by is None
+                     else class_names[limited_by], method)
+             for root, (fit, limited_by, method)
+             in sorted(self.shown, key=_most_room)],
+            [(aggregate, by_aggregate[aggregate])
+             for aggregate in sorted(aggregates)])
 
 
 def _most_room(host):
-    """Hosts with the most room first, then in id order."""
-    return -host.fit, host.root
+    """(root, Room) of hosts with the most room first, then in id
+    order."""
+    return -host[1][0], host[0]
 
 
-def _trees(universe):
-    """{root: [rows]} of the hosts (roots that are not sharing
-    providers) among the universe's rows."""
-    trees = collections.defaultdict(list)
-    sharing = universe.sharing
-    for inv in universe.inventory.values():
-        if inv.root not in sharing:
-            trees[inv.root].append(inv)
-    return trees
+class _Summary:
+    """Stranded capacity, usage and the fullest hosts, summed up a batch
+    of trees at a time."""
 
+    def __init__(self, memberships):
+        self.memberships = memberships
+        # Per class: over all providers, capacity and used; over the hosts
+        # where no flavour fits, free units and the hosts holding some.
+        self.capacity: collections.Counter = collections.Counter()
+        self.used: collections.Counter = collections.Counter()
+        self.free: collections.Counter = collections.Counter()
+        self.holders: collections.Counter = collections.Counter()
+        # {(class, the aggregates of a root): [capacity, used]}
+        self.by_membership: collections.defaultdict = (
+            collections.defaultdict(lambda: [0, 0]))
+        # (-share, root, class, capacity, used) of the FULLEST so far.
+        self.ranked: list[tuple[float, int, int, int, int]] = []
 
-def _free(inv):
-    return max(0, inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
-               - inv.used)
-
-
-def _stranded(trees, roomy, class_names):
-    """(class, free, hosts) over the hosts (``trees``: _trees) where no
-    flavour fits once (not in ``roomy``)."""
-    free: collections.Counter = collections.Counter()
-    holders: dict[int, set[int]] = collections.defaultdict(set)
-    for root, rows in trees.items():
-        if root in roomy:
-            continue
-        for inv in rows:
-            spare = _free(inv)
-            if spare:
-                free[inv.rc] += spare
-                holders[inv.rc].add(root)
-    return sorted((class_names[rc], free[rc], len(holders[rc]))
-                  for rc in free)
-
-
-def _usage(universe, memberships, class_names):
-    """(class, capacity, used, [(aggregate, capacity, used)]) of the
-    classes the universe holds; an aggregate's, over the trees of its
-    member roots."""
-    capacity: collections.Counter = collections.Counter()
-    used: collections.Counter = collections.Counter()
-    by_aggregate: collections.defaultdict = collections.defaultdict(
-        lambda: [0, 0])
-    for inv in universe.inventory.values():
-        usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
-        capacity[inv.rc] += usable
-        used[inv.rc] += inv.used
-        for aggregate in memberships.get(inv.root, ()):
-            sums = by_aggregate[inv.rc, aggregate]
-            sums[0] += usable
-            sums[1] += inv.used
-    aggregates = collections.defaultdict(list)
-    for (rc, aggregate), (usable, taken) in sorted(by_aggregate.items()):
-        aggregates[rc].append((aggregate, usable, taken))
-    return sorted((class_names[rc], capacity[rc], used[rc], aggregates[rc])
-                  for rc in capacity)
-
-
-def _fullest(trees, class_names):
-    """(root, class, capacity, used) of the FULLEST hosts with the largest
-    share used of a class, that class summed over the tree."""
-    ranked = []
-    for root, rows in trees.items():
-        # {class: [capacity, used]}; most trees hold a row a class.
-        sums: dict[int, list[int]] = {}
-        for inv in rows:
-            usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
-            both = sums.get(inv.rc)
-            if both is None:
-                sums[inv.rc] = [usable, inv.used]
+    def add(self, universe, roomy):
+        """The rows of a batch's ``universe``; ``roomy``: its hosts where
+        some flavour fits."""
+        memberships, by_membership = self.memberships, self.by_membership
+        capacity, used, free = self.capacity, self.used, self.free
+        sharing = universe.sharing
+        # {host: {class: [capacity, used]}}, summed over its tree.
+        hosts: dict[int, dict[int, list[int]]] = {}
+        # (host, class) of the free units stranded.
+        stranded = set()
+        for (_provider, rc, root, _parent, total, reserved, ratio,
+             _sql_ratio, _min_unit, _max_unit, _step, taken
+             ) in universe.inventory.values():
+            usable = inventory_db.capacity(total, reserved, ratio)
+            capacity[rc] += usable
+            used[rc] += taken
+            held = memberships.get(root)
+            if held:
+                sums = by_membership[rc, held]
+                sums[0] += usable
+                sums[1] += taken
+            if root in sharing:
+                continue
+            if root not in roomy and usable > taken:
+                free[rc] += usable - taken
+                stranded.add((root, rc))
+            tree = hosts.get(root)
+            if tree is None:
+                hosts[root] = {rc: [usable, taken]}
+            elif rc in tree:
+                tree[rc][0] += usable
+                tree[rc][1] += taken
             else:
-                both[0] += usable
-                both[1] += inv.used
-        share, rc = max(((used / capacity if capacity > 0 else 1.0), rc)
-                        for rc, (capacity, used) in sums.items())
-        ranked.append((-share, root, rc, *sums[rc]))
-    return [(root, class_names[rc], capacity, used)
-            for _share, root, rc, capacity, used
-            in heapq.nsmallest(FULLEST, ranked)]
+                tree[rc] = [usable, taken]
+        self.holders.update(rc for _root, rc in stranded)
+        ranked = self.ranked
+        for root, tree in hosts.items():
+            share, rc = max(((taken / usable if usable > 0 else 1.0), rc)
+                            for rc, (usable, taken) in tree.items())
+            ranked.append((-share, root, rc, *tree[rc]))
+        self.ranked = heapq.nsmallest(FULLEST, ranked)
+
+    def stranded(self, class_names):
+        """(class, free, hosts) over the hosts where no flavour fits."""
+        return sorted((class_names[rc], free, self.holders[rc])
+                      for rc, free in self.free.items())
+
+    def usage(self, class_names):
+        """(class, capacity, used, [(aggregate, capacity, used)]) of the
+        classes the rows hold; an aggregate's, over the trees of its
+        member roots."""
+        by_aggregate: collections.defaultdict = collections.defaultdict(
+            lambda: [0, 0])
+        for (rc, held), (usable, taken) in self.by_membership.items():
+            for aggregate in held:
+                sums = by_aggregate[rc, aggregate]
+                sums[0] += usable
+                sums[1] += taken
+        aggregates = collections.defaultdict(list)
+        for (rc, aggregate), (usable, taken) in sorted(by_aggregate.items()):
+            aggregates[rc].append((aggregate, usable, taken))
+        return sorted((class_names[rc], usable, self.used[rc],
+                       aggregates[rc])
+                      for rc, usable in self.capacity.items())
+
+    def fullest(self, class_names):
+        """(root, class, capacity, used) of the FULLEST hosts with the
+        largest share used of a class, that class summed over the tree."""
+        return [(root, class_names[rc], capacity, used)
+                for _share, root, rc, capacity, used in self.ranked]
 
 
 def flavours_from_lines(lines: Iterable[str]) -> list[tuple[str, str]]:

@@ -36,7 +36,7 @@ _DEADLINE_EVERY = 4096
 _NONE: frozenset[int] = frozenset()
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Need:
     """A request group with names resolved to ids.
 
@@ -110,6 +110,8 @@ class Universe:
         self._ancestry: dict[int, set[int]] = {}
         self._room: dict[tuple[int, int], int] = {}
         self._spare: dict[int, dict[int, int]] = {}
+        self._unit_shapes: dict[int, dict[tuple[int, int, int],
+                                          list[int]]] = {}
 
     def add_inventories(self, rows: Iterable[sql.Inventory]) -> None:
         root, parent = self.root, self.parent
@@ -162,7 +164,7 @@ class Universe:
         tree shapes) holding copies of the rows of ``providers`` only,
         whose usage ``take`` changes: placements tried in memory.
         """
-        copy = self._linked()
+        copy = self.linked()
         inventory = self.inventory
         copy.add_inventories(
             inventory[provider, rc] for provider in sorted(set(providers))
@@ -175,7 +177,7 @@ class Universe:
         made of the rows of ``classes`` of the trees rooted at ``roots``
         and of the other trees: the hosts a caller reasons about apart
         cost the other's options nothing."""
-        inside, outside = self._linked(), self._linked()
+        inside, outside = self.linked(), self.linked()
         for part in inside, outside:
             part.inventory = self.inventory
             part.ratios_differ = self.ratios_differ
@@ -187,9 +189,10 @@ class Universe:
             inside.by_class[rc], outside.by_class[rc] = held, rest
         return inside, outside
 
-    def _linked(self) -> 'Universe':
+    def linked(self) -> 'Universe':
         """A universe with the same links (traits, aggregates, sharing,
-        tree shapes) and no rows yet."""
+        tree shapes) and no rows yet: the rows of a part of the trees
+        are reasoned about apart from the others'."""
         copy = Universe(self.requested_classes)
         copy.root, copy.parent = self.root, self.parent
         copy.traits, copy.trait_holders = self.traits, self.trait_holders
@@ -311,6 +314,23 @@ class Universe:
                                        for inv in self.by_class.get(rc, ())}
         return found
 
+    def unit_refusing(self, rc: int, amount: int) -> set[int]:
+        """Providers whose row of class ``rc`` refuses a request of
+        ``amount`` by its units or step size (as ``fitting`` checks them;
+        usage does not change them). Rows are told apart by their units,
+        of which a cloud has few, once per class."""
+        shapes = self._unit_shapes.get(rc)
+        if shapes is None:
+            shapes = self._unit_shapes[rc] = collections.defaultdict(list)
+            for inv in self.by_class.get(rc, ()):
+                shapes[inv.min_unit, inv.max_unit, inv.step_size].append(
+                    inv.provider)
+        return {provider
+                for (least, most, step), providers in shapes.items()
+                if not (least <= amount <= most and step > 0
+                        and amount % step == 0)
+                for provider in providers}
+
     def missing_links(self, providers: Iterable[int]) -> set[int]:
         """Providers on the way up from ``providers`` whose parent is not
         known yet.
@@ -352,12 +372,14 @@ def times(inv: sql.Inventory, amount: int, largest: int | None = None
     """
     if largest is None:
         largest = amount
-    first = (math.floor((inv.total - inv.reserved) * inv.sql_ratio)
-             - inv.used - largest)
+    # Unpacked at once: it runs for every row of a capacity answer.
+    (_provider, _rc, _root, _parent, total, reserved, ratio, sql_ratio,
+     _min_unit, _max_unit, _step, used) = inv
+    first = math.floor((total - reserved) * sql_ratio) - used - largest
     if first < 0:
         return 0
-    usable = inventory_db.capacity(inv.total, inv.reserved, inv.ratio)
-    return min(first // amount + 1, max(0, usable - inv.used) // amount)
+    usable = inventory_db.capacity(total, reserved, ratio)
+    return min(first // amount + 1, max(0, usable - used) // amount)
 
 
 def refusals(inv: sql.Inventory, amount: int) -> list[str]:
@@ -550,11 +572,18 @@ class Plan:
         self.nested = nested
         self.slots: list[Slot] = []
         self.options: list[dict[int, list[int]]] = []
+        # Groups alike but for their suffix (a NUMA node each) have the
+        # same options, made once.
+        alike: dict[Need, dict[int, list[int]]] = {}
         for index, need in enumerate(needs):
             if need.single_provider:
                 self.slots.append(Slot(index, None))
-                self.options.append(single_options(
-                    universe, need, anchor_ok))
+                unsuffixed = dataclasses.replace(need, suffix='')
+                if unsuffixed not in alike:
+                    alike[unsuffixed] = single_options(
+                        universe, need, anchor_ok)
+                # Each slot's own: options are dropped per slot.
+                self.options.append(dict(alike[unsuffixed]))
             else:
                 by_class = spread_options(universe, need, anchor_ok)
                 for rc, _amount in need.resources:
