@@ -10,7 +10,9 @@ instances one by one, each on the FIRST candidate GET
 /allocation_candidates would return (no limit, not randomized: the one
 ``engine.Plan.most_room_first`` puts first), until none is left. Every
 constraint is the engine's own: its options, walks and arithmetic over
-one universe of rows read once for all the flavours.
+the rows of a batch of trees at a time (those sharing providers serve
+with those providers), read once for all the flavours and dropped
+before the next batch's: the memory is a batch's, whatever the cloud.
 
 How each count is obtained (``method``):
 
@@ -23,9 +25,10 @@ How each count is obtained (``method``):
   but all its candidates take the same amounts from the same rows (one
   candidate; alike groups on alike NUMA nodes), usage grows the same
   whichever is placed: the count is that of the candidate that fits the
-  longest. A host that is one provider sharing nothing, for a flavour
-  of the unsuffixed group alone, is counted so from its own rows,
-  without engine options (the engine's checks select it). Sharing
+  longest. The hosts that are one provider sharing nothing, for a
+  flavour of the unsuffixed group alone, are counted so all at once,
+  as columns of their rows' spare capacity, without engine options
+  (the engine's checks of traits and aggregates select them). Sharing
   providers that one slot of every host of a group draws on alike (a
   disk shared through an aggregate) are a pool: the
   group's total is the least of its hosts' sum and the pool, and the
@@ -78,6 +81,7 @@ from typing import Iterable
 from typing import Sequence
 import urllib.parse
 
+import numpy as np
 import sqlalchemy as sa
 
 from placement import candidates
@@ -188,23 +192,26 @@ def count(conn: sa.Connection, flavours: Sequence[Flavour],
 def _count(conn, flavours, hosts_listed):
     resolved = [_resolve(conn, flavour) for flavour in flavours]
     links, class_names = _load(conn, flavours, resolved)
-    memberships = _memberships(conn)
+    memberships = _Memberships(conn)
     tallies = [_Tally(flavour, hosts_listed, memberships, class_names)
                for flavour in flavours]
     summary = _Summary(memberships)
     # A batch of trees at a time, its rows dropped before the next's are
     # read: at 100,000 nodes the rows of all at once were the peak.
     for universe in _batches(conn, links):
-        apart = _Apart(universe)
+        apart = _Apart(universe, memberships)
         # The batch's hosts some flavour fits on.
         roomy: set[int] = set()
         for tally, flavour, (names, needs) in zip(tallies, flavours,
                                                   resolved):
             if needs is not None:
-                hosts, placed = _hosts(conn, universe, flavour.request,
-                                       names, needs, apart)
+                hosts, apart_fit, placed = _hosts(
+                    conn, universe, flavour.request, names, needs, apart)
                 roomy.update(hosts)
                 tally.add(hosts, placed)
+                if apart_fit is not None:
+                    roomy.update(apart_fit.roomy())
+                    tally.add_apart(apart_fit)
         summary.add(universe, roomy)
     answers = [tally.result() for tally in tallies]
     fullest = summary.fullest(class_names)
@@ -220,16 +227,31 @@ def _count(conn, flavours, hosts_listed):
          for root, rc, capacity, used in fullest])
 
 
-def _memberships(conn):
-    """{root: (aggregate uuid, ...)} of every root in an aggregate, in
-    uuid order; roots in the same aggregates share one tuple (counts are
-    summed by it)."""
-    held = collections.defaultdict(list)
-    for root, aggregate in sql.root_aggregates(conn):
-        held[root].append(aggregate)
-    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
-    return {root: shared.setdefault(key, key) for root, aggregates
-            in held.items() for key in [tuple(sorted(aggregates))]}
+class _Memberships:
+    """The aggregates of every root in one. Roots in the same aggregates
+    are of one kind (an index; 0: in none), by which counts are summed
+    before they are spread over the aggregates."""
+
+    def __init__(self, conn):
+        held = collections.defaultdict(list)
+        for root, aggregate in sql.root_aggregates(conn):
+            held[root].append(aggregate)
+        # The aggregate uuids of each kind, in uuid order.
+        self.kinds: list[tuple[str, ...]] = [()]
+        index: dict[tuple[str, ...], int] = {(): 0}
+        # {root: kind} of the roots in some aggregate.
+        self.of: dict[int, int] = {}
+        for root, aggregates in held.items():
+            key = tuple(sorted(aggregates))
+            kind = index.get(key)
+            if kind is None:
+                kind = index[key] = len(self.kinds)
+                self.kinds.append(key)
+            self.of[root] = kind
+
+    def aggregates(self) -> list[str]:
+        """Every aggregate some root is a member of, in uuid order."""
+        return sorted(set().union(*self.kinds))
 
 
 def _resolve(conn, flavour):
@@ -282,10 +304,20 @@ TREES_A_READ = 10000
 
 def _batches(conn, links):
     """Universes with the links of ``links`` each holding every row of
-    its classes of a batch of trees. The trees that sharing providers serve come in a batch
-    with those providers' trees: hosts compete for those only."""
+    its classes of a batch of trees. The trees that sharing providers
+    serve come in a batch with those providers' trees: hosts compete
+    for those only."""
     for roots in _tree_batches(conn, links):
         universe = links.linked()
+        # The sharing providers of the batch's trees, which serve only
+        # those (the rest would be looked at in every batch).
+        within = set(roots)
+        universe.sharing = {provider for provider in links.sharing
+                            if links.root[provider] in within}
+        universe.share_anchors = collections.defaultdict(set, {
+            provider: links.share_anchors[provider]
+            for provider in universe.sharing
+            if provider in links.share_anchors})
         if links.requested_classes:
             universe.add_inventories(sql.inventories(
                 conn, links.requested_classes, roots=roots))
@@ -327,12 +359,14 @@ def _tree_batches(conn, links):
 
 
 def _hosts(conn, universe, request, names, needs, apart):
-    """({root: Room} of one flavour's hosts with room, whether some
-    was placed one by one). Its engine options are dropped on return,
-    before the next flavour's are made: two flavours' options at once
-    would be the peak memory at 100,000 nodes."""
+    """({root: Room} of one flavour's hosts with room, the _ApartFit of
+    the hosts apart when counted so (else None), whether some host was
+    placed one by one). Its engine options are dropped on return, before
+    the next flavour's are made: two flavours' options at once would be
+    the peak memory at 100,000 nodes."""
     counter = _Counter(conn, universe, request, names, needs, apart)
-    return counter.hosts(), counter.placed
+    hosts = counter.hosts()
+    return hosts, counter.alone(), counter.placed
 
 
 class _Apart:
@@ -340,13 +374,14 @@ class _Apart:
     root holding every row of the requested classes in its tree, neither
     a sharing provider nor served by one. Such a host has one candidate
     at most, every slot on its one provider. A flavour of the unsuffixed
-    group alone counts them without engine options (_Counter._alone);
-    the options of any other are made of the other trees' rows and of
-    those of the hosts whose provider satisfies each of its groups on
-    its own (``engine.matching``), the others having no candidate.
+    group alone counts them all at once, from columns of their spare
+    capacity (_Counter.alone), without engine options; the options of
+    any other are made of the other trees' rows and of those of the
+    hosts whose provider satisfies each of its groups on its own
+    (``engine.matching``), the others having no candidate.
     """
 
-    def __init__(self, universe):
+    def __init__(self, universe, memberships):
         below: set[int] = set()
         shared = set(universe.sharing).union(
             *universe.share_anchors.values())
@@ -359,28 +394,60 @@ class _Apart:
         self.universe = universe
         self.alone, self.rest = universe.parted(
             self.roots, universe.requested_classes)
+        # The columns: root ids, their aggregates' kind, and (made when
+        # first asked for) the spare units of a class, -1 without a row.
+        self.host_ids = sorted(self.roots)
+        self.hosts = np.array(self.host_ids, dtype=np.int64)
+        of = memberships.of
+        self.kinds = np.fromiter((of.get(root, 0) for root in self.host_ids),
+                                 dtype=np.int64, count=len(self.host_ids))
+        self._spare: dict[int, Any] = {}
+
+    def spare(self, rc):
+        """The column of spare units of class ``rc`` (Universe.spare)."""
+        column = self._spare.get(rc)
+        if column is None:
+            spare = self.universe.spare(rc)
+            column = self._spare[rc] = np.fromiter(
+                (spare.get(root, -1) for root in self.host_ids),
+                dtype=np.int64, count=len(self.host_ids))
+        return column
 
     def split(self, request, needs):
-        """(the universe of the hosts apart when a flavour counts them in
-        closed form, else None; the universe its options are made of)."""
+        """(whether a flavour counts the hosts apart in closed form; the
+        universe its options are made of)."""
         if (request.nested and len(needs) == 1
                 and not needs[0].single_provider and needs[0].resources):
             # The walk's shortcut: every combination a candidate.
-            return self.alone, self.rest
+            return True, self.rest
         giving = [need for need in needs if need.resources]
         if not giving:
-            return None, self.universe
+            return False, self.universe
         suffixed = [need for need in giving if need.single_provider]
         if request.isolate and len(suffixed) > 1:
             # Isolated groups need a provider each.
-            return None, self.rest
+            return False, self.rest
         hopeful = set(self.roots)
         for need in giving:
             hopeful &= engine.matching(self.alone, need)
         if not hopeful:
-            return None, self.rest
-        return None, self.universe.parted(
+            return False, self.rest
+        return False, self.universe.parted(
             self.roots - hopeful, self.universe.requested_classes)[1]
+
+
+@dataclasses.dataclass
+class _ApartFit:
+    """A flavour's count of the hosts apart, as columns beside theirs."""
+    apart: _Apart
+    # Instances per host (0: none), and the slot binding them.
+    fit: Any
+    binding: Any
+    # The class of each slot.
+    classes: list[int]
+
+    def roomy(self) -> list[int]:
+        return self.apart.hosts[self.fit > 0].tolist()
 
 
 class _Counter:
@@ -389,9 +456,12 @@ class _Counter:
     def __init__(self, conn, universe, request, names, needs, apart):
         self.universe = universe
         self.anchor_ok = loading.anchor_filter(request, names, universe)
-        # The hosts apart are counted without engine options (_alone),
+        # The hosts apart are counted without engine options (alone),
         # or only those that can have a candidate have options.
-        self.apart, rest = apart.split(request, needs)
+        closed_form, rest = apart.split(request, needs)
+        self.apart = apart if closed_form else None
+        self.root_filtered = bool(request.root_required
+                                  or request.root_forbidden)
         self.needs = needs
         self.plan = engine.Plan(
             rest, needs, self.anchor_ok,
@@ -422,7 +492,6 @@ class _Counter:
                     leader.setdefault(('anchor', anchor), ('anchor', anchor))
                     _union(leader, ('anchor', anchor), ('sharing', provider))
         linked = {anchor for kind, anchor in leader if kind == 'anchor'}
-        self._alone()
         free: list[int] = []
         tied: list[int] = []
         every_combination = walk.every_combination
@@ -443,50 +512,51 @@ class _Counter:
             self._competing(sorted(anchors))
         return self.found
 
-    def _alone(self):
-        """Count the hosts apart (_Apart) that the flavour's group
-        matches: a single provider is its one candidate, which fits as
-        many times as the least of its rows' spare capacity allows
-        (``Universe.spare``, the checks ``engine.times`` makes, and the
-        units and step sizes ``Universe.fitting`` checks), as the free
-        hosts below are counted. Of those with room, the engine's own
-        checks of traits and aggregates (``engine.matching``) keep the
+    def alone(self) -> _ApartFit | None:
+        """The count of the hosts apart (_Apart) that the flavour's group
+        matches, when it counts them so: a single provider is its one
+        candidate, which fits as many times as the least of its rows'
+        spare capacity allows (``Universe.spare``: the checks
+        ``engine.times`` makes; and the units and step sizes
+        ``Universe.fitting`` checks), as the free hosts are counted
+        (_rooms). Of those with room, the engine's own checks of traits
+        and aggregates (``engine.matching``) and the root filter keep the
         matching ones."""
-        if self.apart is None:
-            return
-        apart, need = self.apart, self.needs[0]
-        # The batch's caches, which the hosts apart share with the rest.
-        universe = self.universe
-        rooms: dict[int, Room] | None = None
+        apart = self.apart
+        if apart is None:
+            return None
+        need, universe = self.needs[0], self.universe
+        classes, columns = [], []
         for amounts in self.plan.slot_amounts:
             # The unsuffixed group: a slot a class.
             (rc, amount), = amounts
-            spare = universe.spare(rc)
+            classes.append(rc)
+            spare = apart.spare(rc)
+            column = np.where(spare >= amount, spare // amount, 0)
             refused = universe.unit_refusing(rc, amount)
-            if rooms is None:
-                rooms = {provider: (left // amount, rc, EXACT)
-                         for provider, left in (
-                             (inv.provider, spare[inv.provider])
-                             for inv in apart.by_class.get(rc, ()))
-                         if left >= amount and provider not in refused}
-                continue
-            rooms = {provider: room if room[0] <= left // amount
-                     else (left // amount, rc, EXACT)
-                     for provider, room, left in (
-                         (provider, room, spare.get(provider, 0))
-                         for provider, room in rooms.items())
-                     if left >= amount and provider not in refused}
-        if not rooms:
-            return
+            if refused:
+                column[np.isin(apart.hosts, list(refused))] = 0
+            columns.append(column)
+        fit, binding = columns[0], np.zeros_like(columns[0])
+        for level, column in enumerate(columns[1:], 1):
+            # The first slot of the least binds.
+            lower = column < fit
+            fit = np.where(lower, column, fit)
+            binding[lower] = level
         if need.tree is not None:
             # in_tree: the tree's root is the one provider.
-            rooms = {need.tree: rooms[need.tree]} if need.tree in rooms else {}
-        anchor_ok, found = self.anchor_ok, self.found
-        # Each with room (by the least of its classes, the first of
-        # those binding).
-        found.update((anchor, rooms[anchor]) for anchor in engine.matching(
-            apart, dataclasses.replace(need, resources=()), among=rooms)
-            if anchor_ok(anchor))
+            fit[apart.hosts != need.tree] = 0
+        if (need.required or need.forbidden or need.member_of
+                or need.forbidden_aggs or need.lost or self.root_filtered):
+            with_room = apart.hosts[fit > 0].tolist()
+            matched = engine.matching(
+                apart.alone, dataclasses.replace(need, resources=()),
+                among=with_room)
+            anchor_ok = self.anchor_ok
+            fit[~np.isin(apart.hosts, [root for root in with_room
+                                       if root in matched
+                                       and anchor_ok(root)])] = 0
+        return _ApartFit(apart, fit, binding, classes)
 
     def _note(self, anchor, room, method):
         """Host ``anchor`` takes room[0] instances, limited by the class
@@ -759,17 +829,18 @@ class _Tally:
         self.class_names = class_names
         self.fit = 0
         self.placed = False
-        # Instances by binding class id, and by the aggregates of a host.
+        # Instances by binding class id, and by the kind of a host's
+        # aggregates (_Memberships).
         self.binding: collections.Counter = collections.Counter()
-        self.by_membership: collections.Counter = collections.Counter()
+        self.by_kind: collections.Counter = collections.Counter()
         self.with_room = 0
         # (root, Room) of the hosts listed so far.
         self.shown: list[tuple[int, Room]] = []
 
     def add(self, hosts: dict[int, Room], placed: bool) -> None:
         """``hosts`` with room; some host ``placed`` one by one or not."""
-        memberships, binding = self.memberships, self.binding
-        by_membership = self.by_membership
+        kind_of, binding = self.memberships.of, self.binding
+        by_kind = self.by_kind
         self.placed = self.placed or placed
         self.with_room += len(hosts)
         total = 0
@@ -777,28 +848,60 @@ class _Tally:
             total += fit
             if limited_by is not None:
                 binding[limited_by] += fit
-            held = memberships.get(root)
-            if held:
-                by_membership[held] += fit
+            kind = kind_of.get(root)
+            if kind:
+                by_kind[kind] += fit
         self.fit += total
+        self._list(hosts.items())
+
+    def add_apart(self, counted: _ApartFit) -> None:
+        """The hosts apart, counted as columns."""
+        fit, apart = counted.fit, counted.apart
+        roomy = np.flatnonzero(fit)
+        if not len(roomy):
+            return
+        self.fit += int(fit.sum())
+        self.with_room += len(roomy)
+        for level, rc in enumerate(counted.classes):
+            bound = int(fit[counted.binding == level].sum())
+            if bound:
+                self.binding[rc] += bound
+        sums = np.zeros(len(self.memberships.kinds), dtype=np.int64)
+        np.add.at(sums, apart.kinds, fit)
+        for kind in np.flatnonzero(sums[1:]) + 1:
+            self.by_kind[int(kind)] += int(sums[kind])
+        listed = self.hosts_listed
+        if listed is not None and len(roomy) > listed:
+            # Most room first, then in id order.
+            roomy = roomy[np.lexsort((apart.hosts[roomy], -fit[roomy]))
+                          [:listed]]
+        classes = counted.classes
+        self._list(
+            (root, (fit_, classes[level], EXACT))
+            for root, fit_, level in zip(apart.hosts[roomy].tolist(),
+                                         fit[roomy].tolist(),
+                                         counted.binding[roomy].tolist()))
+
+    def _list(self, hosts: Iterable[tuple[int, Room]]) -> None:
+        """Keep the hosts with the most room among those listed and
+        (root, Room) ``hosts``."""
         listed, shown = self.hosts_listed, self.shown
         if listed is None:
-            shown += hosts.items()
+            shown += hosts
         elif listed:
             # Only a host with as much room as the last listed can be.
             least = shown[-1][1][0] if len(shown) >= listed else 0
             self.shown = heapq.nsmallest(listed, [
-                *shown, *(host for host in hosts.items()
-                          if host[1][0] >= least)], key=_most_room)
+                *shown, *(host for host in hosts if host[1][0] >= least)],
+                key=_most_room)
 
     def result(self) -> FlavourFit:
         class_names = self.class_names
         binding = {class_names[rc]: fit for rc, fit in self.binding.items()}
         by_aggregate: collections.Counter = collections.Counter()
-        for held, fit in self.by_membership.items():
-            for aggregate in held:
+        for kind, fit in self.by_kind.items():
+            for aggregate in self.memberships.kinds[kind]:
                 by_aggregate[aggregate] += fit
-        aggregates = set().union(*self.memberships.values())
         return FlavourFit(
             self.flavour.name, self.flavour.query, self.fit,
             PLACED if self.placed else EXACT,
@@ -810,7 +913,7 @@ class _Tally:
              for root, (fit, limited_by, method)
              in sorted(self.shown, key=_most_room)],
             [(aggregate, by_aggregate[aggregate])
-             for aggregate in sorted(aggregates)])
+             for aggregate in self.memberships.aggregates()])
 
 
 def _most_room(host):
@@ -831,8 +934,8 @@ class _Summary:
         self.used: collections.Counter = collections.Counter()
         self.free: collections.Counter = collections.Counter()
         self.holders: collections.Counter = collections.Counter()
-        # {(class, the aggregates of a root): [capacity, used]}
-        self.by_membership: collections.defaultdict = (
+        # {(class, kind of a root's aggregates): [capacity, used]}
+        self.by_kind: collections.defaultdict = (
             collections.defaultdict(lambda: [0, 0]))
         # (-share, root, class, capacity, used) of the FULLEST so far.
         self.ranked: list[tuple[float, int, int, int, int]] = []
@@ -840,7 +943,7 @@ class _Summary:
     def add(self, universe, roomy):
         """The rows of a batch's ``universe``; ``roomy``: its hosts where
         some flavour fits."""
-        memberships, by_membership = self.memberships, self.by_membership
+        kind_of, by_kind = self.memberships.of, self.by_kind
         capacity, used, free = self.capacity, self.used, self.free
         sharing = universe.sharing
         # {host: {class: [capacity, used]}}, summed over its tree.
@@ -853,9 +956,9 @@ class _Summary:
             usable = inventory_db.capacity(total, reserved, ratio)
             capacity[rc] += usable
             used[rc] += taken
-            held = memberships.get(root)
-            if held:
-                sums = by_membership[rc, held]
+            kind = kind_of.get(root)
+            if kind:
+                sums = by_kind[rc, kind]
                 sums[0] += usable
                 sums[1] += taken
             if root in sharing:
@@ -876,7 +979,8 @@ class _Summary:
         for root, tree in hosts.items():
             share, rc = max(((taken / usable if usable > 0 else 1.0), rc)
                             for rc, (usable, taken) in tree.items())
-            ranked.append((-share, root, rc, *tree[rc]))
+            usable, taken = tree[rc]
+            ranked.append((-share, root, rc, usable, taken))
         self.ranked = heapq.nsmallest(FULLEST, ranked)
 
     def stranded(self, class_names):
@@ -890,8 +994,8 @@ class _Summary:
         member roots."""
         by_aggregate: collections.defaultdict = collections.defaultdict(
             lambda: [0, 0])
-        for (rc, held), (usable, taken) in self.by_membership.items():
-            for aggregate in held:
+        for (rc, kind), (usable, taken) in self.by_kind.items():
+            for aggregate in self.memberships.kinds[kind]:
                 sums = by_aggregate[rc, aggregate]
                 sums[0] += usable
                 sums[1] += taken

@@ -6,6 +6,7 @@ through the API: test_capacity_oracle.
 import jsonschema
 import pytest
 
+from placement.candidates import capacity
 from placement.schemas import capacity as schema
 
 import api_cloud
@@ -133,6 +134,20 @@ def test_several_named_flavours(api, cloud):
         'hosts': 1}).json
     assert [(f['name'], f['fit'], len(f['hosts']))
             for f in body['flavours']] == [('small', 18, 1), ('big', 3, 1)]
+
+
+@pytest.mark.parametrize('trees', [1, 2, 3])
+def test_the_same_answer_a_few_trees_a_batch(api, cloud, monkeypatch, trees):
+    """Hosts are counted a batch of trees at a time, those the shared
+    disk serves with it: every number is the same whatever the batch."""
+    body = {'flavours': {
+        'small': SMALL + ',DISK_GB:10', 'avx2': SMALL + '&required='
+        'HW_CPU_X86_AVX2', 'numa': 'resources1=VCPU:1&resources2=VCPU:1'
+        '&group_policy=isolate', 'not_b': SMALL + '&member_of=!'
+        + cloud.uuids['B']}, 'hosts': 2}
+    whole = api.post(PATH, json=body).json
+    monkeypatch.setattr(capacity, 'TREES_A_READ', trees)
+    assert api.post(PATH, json=body).json == whole
 
 
 def test_configured_flavours(api_factory, cloud, tmp_path):

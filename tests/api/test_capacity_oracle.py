@@ -4,7 +4,8 @@ through the real API until none is left.
 Each seed builds a random small cloud (flat hosts, NUMA trees with PFs,
 disks shared through aggregates, traits, reserved amounts, allocation
 ratios, unit and step limits, existing allocations) and two random
-flavours, asks GET /x-capacity/allocation_candidates for each, then for
+flavours (traits, aggregates wanted or not, in_tree, NUMA and PF
+groups), counted with a few trees a batch for odd seeds, asks GET /x-capacity/allocation_candidates for each, then for
 each in turn takes the first candidate of GET /allocation_candidates and
 PUTs it as a new consumer's allocations until there is none (the second
 flavour is asked and placed on what the first one left). The totals must
@@ -17,6 +18,7 @@ import uuid as uuidlib
 
 import pytest
 
+from placement.candidates import capacity
 from placement.db import trait as trait_db
 
 import sql_rows
@@ -172,6 +174,15 @@ def _flavour(rng, cloud):
         if unsuffixed:
             pairs += [('resources', 'DISK_GB:%d' % resources['DISK_GB'])
                       ] + unsuffixed
+    # The unsuffixed group's terms, when it asks for resources.
+    unsuffixed = any(key == 'resources' for key, _value in pairs)
+    if unsuffixed and rng.random() < 0.1:
+        pairs.append(('member_of', '!' + cloud.aggregate(
+            rng.choice(AGGREGATES))))
+    if unsuffixed and rng.random() < 0.1:
+        pairs.append(('in_tree', cloud.uuids[rng.choice(
+            [name for name in cloud.uuids if name.startswith('host-')
+             and '-numa' not in name])]))
     return urllib.parse.urlencode(pairs)
 
 
@@ -208,7 +219,12 @@ def _place_all(api, query):
 
 
 @pytest.mark.parametrize('seed', range(CLOUDS))
-def test_capacity_matches_placing_one_by_one(backend, api, seed):
+def test_capacity_matches_placing_one_by_one(backend, api, seed,
+                                             monkeypatch):
+    if seed % 2:
+        # A few trees a batch: hosts counted batch by batch, those a
+        # sharing disk serves in one.
+        monkeypatch.setattr(capacity, 'TREES_A_READ', 1 + seed % 3)
     rng = random.Random(seed)
     cloud, served = _build(backend.engine, rng)
     _existing_usage(api, rng)
