@@ -199,6 +199,7 @@ def _count(conn, flavours, hosts_listed):
     # A batch of trees at a time, its rows dropped before the next's are
     # read: at 100,000 nodes the rows of all at once were the peak.
     for universe in _batches(conn, links):
+        watchdog.check()
         apart = _Apart(universe, memberships)
         # The batch's hosts some flavour fits on.
         roomy: set[int] = set()
