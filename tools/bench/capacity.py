@@ -38,7 +38,7 @@ FLAVOURS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 PATTERN_VERSION = '1.39'
 PER_PROVIDER = ('inventories', 'usages', 'aggregates')
 FULL_PATTERN_NODES = 10000
-DEFAULT_SAMPLE = 2000
+DEFAULT_SAMPLE = 10000
 # The targets of issue 46.
 TARGET_RATIO = 50
 TARGET_SECONDS = {10000: 1.0, 100000: 10.0}

@@ -483,3 +483,35 @@ def test_parted_universes_make_options_of_their_own_trees():
     plan = engine.Plan(outside, [group], lambda root: True)
     assert plan.anchors == [2]
     assert inside.inventory is world.universe.inventory
+
+
+@pytest.mark.parametrize('amount, refusing', [
+    (1, {2, 3}), (2, {3}), (3, {2, 3}), (4, {3}), (6, {1, 2, 3})])
+def test_unit_refusing(amount, refusing):
+    """Which rows refuse an amount by their units and step size, as
+    fitting checks them, whatever their usage."""
+    world = World()
+    world.provider(1, inventory={VCPU: 4}, used={VCPU: 4})
+    world.provider(2, inventory={VCPU: {'total': 8, 'min_unit': 2,
+                                        'max_unit': 4, 'step_size': 2}})
+    world.provider(3, inventory={VCPU: {'total': 8, 'step_size': 0}})
+    assert world.universe.unit_refusing(VCPU, amount) == refusing
+    fitting = {inv.provider for inv in world.universe.fitting(VCPU, amount)}
+    assert not fitting & refusing
+
+
+def test_alike_groups_options_made_once():
+    """Groups alike but for their suffix have the same options, each
+    slot its own dict of them."""
+    world = World()
+    for node in (2, 3):
+        world.provider(node, parent=world.provider(1) if node == 2 else 1,
+                       inventory={VCPU: 4})
+    needs = [engine.Need(suffix, resources=((VCPU, 1),))
+             for suffix in ('1', '2')]
+    plan = engine.Plan(world.universe, needs, lambda root: True,
+                       isolate=True)
+    assert plan.options[0] == plan.options[1] == {1: [2, 3]}
+    assert plan.options[0] is not plan.options[1]
+    assert sorted(chosen for _anchor, chosen in plan.candidates()) == [
+        (2, 3), (3, 2)]
