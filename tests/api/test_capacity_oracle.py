@@ -5,10 +5,11 @@ Each seed builds a random small cloud (flat hosts, NUMA trees with PFs,
 disks shared through aggregates, traits, reserved amounts, allocation
 ratios, unit and step limits, existing allocations) and two random
 flavours (traits, aggregates wanted or not, in_tree, NUMA and PF
-groups), counted with a few trees a batch for odd seeds, asks GET /x-capacity/allocation_candidates for each, then for
-each in turn takes the first candidate of GET /allocation_candidates and
-PUTs it as a new consumer's allocations until there is none (the second
-flavour is asked and placed on what the first one left). The totals must
+groups), counted with a few trees a batch for odd seeds, asks GET
+/x-capacity/allocation_candidates for each, then for each in turn takes
+the first candidate of GET /allocation_candidates and PUTs it as a new
+consumer's allocations until there is none (the second flavour is asked
+and placed on what the first one left). The totals must
 be equal; so must the per-host counts of the hosts no sharing provider
 serves. A failure names its seed.
 """
