@@ -201,8 +201,9 @@ def _count(conn, flavours, hosts_listed):
     for universe in _batches(conn, links):
         watchdog.check()
         apart = _Apart(universe, memberships)
-        # The batch's hosts some flavour fits on.
+        # The batch's hosts some flavour fits on: those apart as a column.
         roomy: set[int] = set()
+        apart_roomy = np.zeros(len(apart.hosts), dtype=bool)
         for tally, flavour, (names, needs) in zip(tallies, flavours,
                                                   resolved):
             if needs is not None:
@@ -211,8 +212,9 @@ def _count(conn, flavours, hosts_listed):
                 roomy.update(hosts)
                 tally.add(hosts, placed)
                 if apart_fit is not None:
-                    roomy.update(apart_fit.roomy())
+                    apart_roomy |= apart_fit.fit > 0
                     tally.add_apart(apart_fit)
+        roomy.update(apart.hosts[apart_roomy].tolist())
         summary.add(universe, roomy)
     answers = [tally.result() for tally in tallies]
     fullest = summary.fullest(class_names)
@@ -326,8 +328,8 @@ def _batches(conn, links):
 
 
 def _tree_batches(conn, links):
-    """Lists of at most TREES_A_READ roots (but for trees one sharing
-    provider links, which are never apart), every root in one of them."""
+    """Lists of roots, every root in one of them: at most TREES_A_READ
+    a list, but the trees sharing providers link are never apart."""
     leader: dict[int, int] = {}
     for provider in links.sharing:
         own = links.root[provider]
@@ -343,11 +345,12 @@ def _tree_batches(conn, links):
             yield batch
             batch = []
         batch += trees
-    if batch or not links.requested_classes:
-        # Without classes to read, one universe still has the links.
-        yield batch
     if not links.requested_classes:
+        # No rows to read: one universe still has the links.
+        yield batch
         return
+    if batch:
+        yield batch
     after = -1
     while True:
         roots = sql.usable_roots(conn, None, after, TREES_A_READ)
@@ -446,9 +449,6 @@ class _ApartFit:
     binding: Any
     # The class of each slot.
     classes: list[int]
-
-    def roomy(self) -> list[int]:
-        return self.apart.hosts[self.fit > 0].tolist()
 
 
 class _Counter:
